@@ -1,0 +1,77 @@
+/**
+ * @file gpuport/kernel_abi.h
+ * @brief The kernel descriptor: what a compiled dialect kernel tells the library, and
+ *        the macro pair that names a kernel from C host code.
+ * @ingroup kernel
+ *
+ * A dialect source defines `GP_KERNEL void name(...) {...}` followed by
+ * `GP_KERNEL_EXPORT(name)`; the export emits, in the kernel's own translation unit,
+ * a descriptor object `gp__kernel_<name>` of type `struct gp_kernel_s`. C host code
+ * declares it with GP_KERNEL_DECLARE(name) (in a header) and passes
+ * GP_KERNEL_REF(name) to gp_launch(). This is safe on every backend: on HIP-Clang the
+ * kernel's host symbol is a handle variable, not a function, so C must not take the
+ * kernel's own address (KERNELS.md, LLVM D86376). The layout is a versioned ABI:
+ * see docs/LAUNCH_ABI.md.
+ */
+#ifndef GP_KERNEL_ABI_H
+#define GP_KERNEL_ABI_H
+
+#include <stdint.h>
+#include <gpuport/export.h>
+
+GP_EXTERN_C_BEGIN
+
+/** @brief Magic number at the start of every kernel descriptor ("gpK1"). */
+#define GP_KERNEL_MAGIC 0x314b7067u
+/** @brief Version of the descriptor layout and of the CPU executor entry points. */
+#define GP_KERNEL_ABI_VERSION 1u
+
+/**
+ * @brief A compiled kernel, as emitted by GP_KERNEL_EXPORT(). Read-only.
+ */
+struct gp_kernel_s {
+  uint32_t magic;              /**< ::GP_KERNEL_MAGIC */
+  uint32_t abi_version;        /**< ::GP_KERNEL_ABI_VERSION the kernel was compiled against */
+  const char *name;            /**< the kernel's name in its source */
+  int backend;                 /**< gp_backend_t the code was compiled for */
+  int warp_size;               /**< GP_WARP_SIZE the code was compiled with */
+  int num_params;              /**< number of kernel parameters */
+  const uint16_t *param_sizes; /**< size in bytes of each parameter (num_params entries) */
+  const void *gpu_entry;       /**< cuda/hip: the launch handle for cudaLaunchKernel / hipLaunchKernel */
+  void (*cpu_run_block)(void **args);  /**< cpu: runs every thread of the current block in turn */
+  void (*cpu_run_thread)(void **args); /**< cpu: runs the current thread (a fiber's entry) */
+  int max_threads_per_block;   /**< the target's limit (1024) */
+  uint32_t flags;              /**< reserved, 0 */
+  const void *reserved[4];     /**< reserved, NULL */
+};
+
+/** @brief Token-pasting helpers. */
+#define GP__CAT2(a, b) a##b
+/** @brief Expands its arguments, then pastes them. */
+#define GP__CAT(a, b) GP__CAT2(a, b)
+
+/** @brief Suffix appended to descriptor names, so that a second build of the same
+ *         source (warp width 64 on the CPU, an emulation build) links beside the first. */
+#ifndef GP_KERNEL_SUFFIX
+#define GP_KERNEL_SUFFIX
+#endif
+
+/** @brief Symbol of the descriptor of kernel @p name (with ::GP_KERNEL_SUFFIX). */
+#define GP_KERNEL_SYMBOL(name) GP__CAT(GP__CAT(gp__kernel_, name), GP_KERNEL_SUFFIX)
+
+/**
+ * @brief Declares, in C or C++ host code, the kernel @p name defined in a dialect source.
+ *        Put it in a header, at file scope.
+ */
+#ifdef __cplusplus
+#define GP_KERNEL_DECLARE(name) extern "C" const struct gp_kernel_s GP_KERNEL_SYMBOL(name)
+#else
+#define GP_KERNEL_DECLARE(name) extern const struct gp_kernel_s GP_KERNEL_SYMBOL(name)
+#endif
+
+/** @brief The ::gp_kernel_t of kernel @p name, for gp_launch(). */
+#define GP_KERNEL_REF(name) (&GP_KERNEL_SYMBOL(name))
+
+GP_EXTERN_C_END
+
+#endif /* GP_KERNEL_ABI_H */

@@ -1,0 +1,606 @@
+/**
+ * @file gpuport/runtime.h
+ * @brief Backend and version queries, devices, memory, streams, events, host callbacks,
+ *        kernel launch and native-handle interop.
+ * @ingroup runtime
+ *
+ * The semantics follow the CUDA runtime API (cudaMalloc, cudaMemcpy with
+ * cudaMemcpyDefault, cudaStream*, cudaEvent*, cudaLaunchKernel) unless a function
+ * says otherwise; the same calls behave the same on the cpu, cuda and hip backends.
+ */
+#ifndef GP_RUNTIME_H
+#define GP_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gpuport/export.h>
+#include <gpuport/status.h>
+#include <gpuport/types.h>
+#include <gpuport/kernel_abi.h>
+
+GP_EXTERN_C_BEGIN
+
+/* ------------------------------------------------------------------------------ */
+/** @name Backend and version */
+/**@{*/
+
+/** @brief The backend a library was built for. */
+typedef enum gp_backend {
+  GP_BACKEND_CPU = 0,  /**< the CPU backend: virtual devices, the SIMT executor */
+  GP_BACKEND_CUDA = 1, /**< NVIDIA GPUs through the CUDA runtime */
+  GP_BACKEND_HIP = 2   /**< AMD GPUs through the HIP runtime (ROCm) */
+} gp_backend_t;
+
+/** @brief The backend this process linked. Never fails. */
+GP_API gp_backend_t gp_backend(void);
+
+/** @brief "cpu", "cuda" or "hip". Never fails; the string is static. */
+GP_API const char *gp_backend_name(void);
+
+/**
+ * @brief The version of the library linked (which may differ from the GP_VERSION_*
+ *        macros the caller was compiled with).
+ * @param[out] major may be NULL.
+ * @param[out] minor may be NULL.
+ * @param[out] patch may be NULL.
+ * @return ::GP_SUCCESS.
+ */
+GP_API gp_status_t gp_version(int *major, int *minor, int *patch);
+/**@}*/
+
+/* ------------------------------------------------------------------------------ */
+/** @name Devices */
+/**@{*/
+
+/** @brief Grid or block dimensions, as CUDA's dim3. */
+typedef struct gp_dim3 {
+  unsigned x; /**< extent in x */
+  unsigned y; /**< extent in y */
+  unsigned z; /**< extent in z */
+} gp_dim3_t;
+
+/** @brief Builds a ::gp_dim3_t: `gp_dim3(256, 1, 1)`. */
+static inline gp_dim3_t gp_dim3(unsigned x, unsigned y, unsigned z) {
+  gp_dim3_t d;
+  d.x = x;
+  d.y = y;
+  d.z = z;
+  return d;
+}
+
+/**
+ * @brief Device properties (the subset of cudaDeviceProp / hipDeviceProp_t that
+ *        portable code needs). Initialise with gp_device_props_init() so that
+ *        struct_size is set: a newer library never writes past an older struct.
+ */
+typedef struct gp_device_props {
+  size_t struct_size;                 /**< sizeof(gp_device_props_t), set by gp_device_props_init() */
+  char name[256];                     /**< marketing name, e.g. "NVIDIA H200" */
+  char arch[32];                      /**< "sm_90", "gfx942", "cpu-x86_64" */
+  size_t total_memory;                /**< device memory in bytes */
+  int multiprocessor_count;           /**< SMs, CUs, or CPU worker threads */
+  int warp_size;                      /**< 32 on NVIDIA, 64 on AMD CDNA; CPU: 32 or GP_CPU_WARP_SIZE */
+  int max_threads_per_block;          /**< usually 1024 */
+  int max_block_dim[3];               /**< maximum block extent per dimension */
+  int max_grid_dim[3];                /**< maximum grid extent per dimension */
+  size_t shared_memory_per_block;     /**< bytes usable without opt-in (48 KiB on CUDA) */
+  size_t shared_memory_per_block_optin; /**< bytes with gp_kernel_set_max_dynamic_shared */
+  size_t l2_cache_size;               /**< bytes */
+  int clock_rate_khz;                 /**< peak core clock in kHz (0 when unknown) */
+  int compute_capability_major;       /**< CUDA: 9 for sm_90; HIP: gcnArch major; CPU: 0 */
+  int compute_capability_minor;       /**< CUDA: 0 for sm_90; HIP: minor; CPU: 0 */
+  int pci_bus_id;                     /**< PCI bus id, -1 on the CPU backend */
+} gp_device_props_t;
+
+/** @brief Sets @p props->struct_size and zeroes the rest. */
+static inline void gp_device_props_init(gp_device_props_t *props) {
+  unsigned char *p = (unsigned char *)props;
+  for (size_t i = 0; i < sizeof(*props); i++) p[i] = 0;
+  props->struct_size = sizeof(*props);
+}
+
+/**
+ * @brief Number of devices of this backend (cudaGetDeviceCount).
+ *
+ * The CPU backend has `GP_CPU_DEVICES` virtual devices (default 1, at most 64).
+ * @param[out] count number of devices; 0 with ::GP_ERROR_NO_DEVICE on a GPU backend
+ *             with no device or no driver.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p count), ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_count(int *count);
+
+/**
+ * @brief Makes @p device the current device of the calling host thread (cudaSetDevice).
+ * @param[in] device ordinal in [0, count).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_DEVICE, ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_set(int device);
+
+/**
+ * @brief The current device of the calling host thread (0 until gp_device_set()).
+ * @param[out] device the ordinal.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL), ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_get(int *device);
+
+/**
+ * @brief Properties of @p device.
+ * @param[in,out] props initialised with gp_device_props_init(); fields beyond
+ *                props->struct_size are not written.
+ * @param[in] device ordinal.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, or struct_size too small for
+ *         the first fields), ::GP_ERROR_INVALID_DEVICE, ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device);
+
+/**
+ * @brief Waits for all work on every stream of the current device (cudaDeviceSynchronize).
+ * @return ::GP_SUCCESS or the asynchronous error raised by that work
+ *         (e.g. ::GP_ERROR_LAUNCH_FAILED).
+ */
+GP_API gp_status_t gp_device_synchronize(void);
+
+/**
+ * @brief Destroys all allocations, streams and events of the current device and
+ *        clears its errors (cudaDeviceReset). Handles of that device become invalid.
+ * @return ::GP_SUCCESS, ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_reset(void);
+
+/**
+ * @brief Whether @p device can access memory of @p peer directly (cudaDeviceCanAccessPeer).
+ *        On the CPU backend every virtual device can access every other one.
+ * @param[out] can_access 1 or 0.
+ * @param[in] device ordinal.
+ * @param[in] peer ordinal, different from @p device.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_DEVICE.
+ */
+GP_API gp_status_t gp_device_can_access_peer(int *can_access, int device, int peer);
+
+/**
+ * @brief Lets the current device access allocations of @p peer (cudaDeviceEnablePeerAccess).
+ *        Enabling twice is not an error.
+ * @param[in] peer ordinal, different from the current device.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_DEVICE, ::GP_ERROR_INVALID_VALUE (peer is current),
+ *         ::GP_ERROR_NOT_SUPPORTED (no peer path).
+ */
+GP_API gp_status_t gp_device_enable_peer_access(int peer);
+
+/**
+ * @brief Range of stream priorities (cudaDeviceGetStreamPriorityRange): lower numbers
+ *        are higher priority; @p greatest <= @p least.
+ * @param[out] least may be NULL.
+ * @param[out] greatest may be NULL.
+ * @return ::GP_SUCCESS.
+ */
+GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest);
+/**@}*/
+
+/* ------------------------------------------------------------------------------ */
+/** @name Memory */
+/**@{*/
+
+/**
+ * @brief Allocates @p bytes of device memory on the current device (cudaMalloc),
+ *        aligned to 256 bytes. A size of 0 returns NULL and ::GP_SUCCESS.
+ * @param[out] ptr the device pointer.
+ * @param[in] bytes size in bytes.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p ptr), ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_malloc(void **ptr, size_t bytes);
+
+/**
+ * @brief Frees memory from gp_malloc() or gp_malloc_managed() (cudaFree). gp_free(NULL)
+ *        is a no-op. Implicitly synchronises the device, as cudaFree.
+ * @param[in] ptr the pointer returned by the allocation.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE for a pointer gpuport did not allocate
+ *         (including memory from the native cudaMalloc/hipMalloc: the message says to
+ *         free it with the native call), freed twice, not the start of an allocation,
+ *         or allocated with another function (gp_malloc_host).
+ */
+GP_API gp_status_t gp_free(void *ptr);
+
+/**
+ * @brief Allocates page-locked host memory (cudaMallocHost).
+ * @param[out] ptr the host pointer, accessible from the host and for async copies.
+ * @param[in] bytes size in bytes.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_malloc_host(void **ptr, size_t bytes);
+
+/**
+ * @brief Frees memory from gp_malloc_host() (cudaFreeHost). NULL is a no-op.
+ * @param[in] ptr the pointer returned by gp_malloc_host().
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (not from gp_malloc_host, or freed twice).
+ */
+GP_API gp_status_t gp_free_host(void *ptr);
+
+/**
+ * @brief Allocates managed (unified) memory, accessible from host and device
+ *        (cudaMallocManaged with cudaMemAttachGlobal). Free with gp_free().
+ * @param[out] ptr the pointer.
+ * @param[in] bytes size in bytes.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY,
+ *         ::GP_ERROR_NOT_SUPPORTED (device without managed memory).
+ */
+GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes);
+
+/**
+ * @brief Page-locks an existing host range (cudaHostRegister, default flags).
+ * @param[in] ptr start of the range, not NULL.
+ * @param[in] bytes length in bytes, > 0.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, 0 bytes, or overlapping a range
+ *         already registered).
+ */
+GP_API gp_status_t gp_host_register(void *ptr, size_t bytes);
+
+/**
+ * @brief Undoes gp_host_register() (cudaHostUnregister).
+ * @param[in] ptr the pointer given to gp_host_register().
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (not registered).
+ */
+GP_API gp_status_t gp_host_unregister(void *ptr);
+
+/** @brief A stream: an ordered queue of work on one device (cudaStream_t). NULL is the
+ *         current device's legacy default stream. */
+typedef struct gp_stream_s *gp_stream_t;
+/** @brief An event: a marker in a stream (cudaEvent_t). */
+typedef struct gp_event_s *gp_event_t;
+
+/** @brief The legacy default stream of the current device, explicitly (cudaStreamLegacy). */
+#define GP_STREAM_LEGACY ((gp_stream_t)0x1)
+/** @brief The calling host thread's per-thread default stream (cudaStreamPerThread):
+ *         it does not synchronise with other streams. */
+#define GP_STREAM_PER_THREAD ((gp_stream_t)0x2)
+
+/**
+ * @brief Stream-ordered allocation (cudaMallocAsync): the memory may be used by work
+ *        enqueued on @p stream after this call.
+ * @param[out] ptr the device pointer.
+ * @param[in] bytes size in bytes.
+ * @param[in] stream the stream.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_HANDLE,
+ *         ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_malloc_async(void **ptr, size_t bytes, gp_stream_t stream);
+
+/**
+ * @brief Stream-ordered free (cudaFreeAsync): the memory is released once the work
+ *        enqueued on @p stream before this call is complete.
+ * @param[in] ptr memory from gp_malloc_async() or gp_malloc().
+ * @param[in] stream the stream.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (as gp_free), ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream);
+
+/**
+ * @brief Copies @p bytes from @p src to @p dst, the direction inferred from the pointers
+ *        (cudaMemcpy with cudaMemcpyDefault). Synchronous with respect to the host; it
+ *        runs in the legacy default stream, so it waits for the device's blocking streams.
+ * @param[out] dst destination (host or device).
+ * @param[in] src source (host or device).
+ * @param[in] bytes size in bytes; 0 is a no-op.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL with bytes > 0, or a range that
+ *         runs past the end of a gpuport allocation), or an asynchronous error of earlier work.
+ */
+GP_API gp_status_t gp_memcpy(void *dst, const void *src, size_t bytes);
+
+/**
+ * @brief As gp_memcpy() but enqueued on @p stream (cudaMemcpyAsync). With pageable host
+ *        memory the call may return before or after the copy is complete, as in CUDA;
+ *        the host memory must stay valid until the stream reaches the copy.
+ * @return as gp_memcpy(), plus ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_memcpy_async(void *dst, const void *src, size_t bytes, gp_stream_t stream);
+
+/**
+ * @brief Copies a 2D region of @p height rows of @p width_bytes bytes (cudaMemcpy2D with
+ *        cudaMemcpyDefault). Pitches are in bytes.
+ * @param[out] dst destination, rows @p dpitch bytes apart.
+ * @param[in] dpitch >= @p width_bytes.
+ * @param[in] src source, rows @p spitch bytes apart.
+ * @param[in] spitch >= @p width_bytes.
+ * @param[in] width_bytes bytes per row.
+ * @param[in] height rows.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, pitch < width).
+ */
+GP_API gp_status_t gp_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width_bytes, size_t height);
+
+/** @brief As gp_memcpy_2d(), enqueued on @p stream (cudaMemcpy2DAsync).
+ *  @return as gp_memcpy_2d(), plus ::GP_ERROR_INVALID_HANDLE. */
+GP_API gp_status_t gp_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                      size_t width_bytes, size_t height, gp_stream_t stream);
+
+/**
+ * @brief Copies between devices (cudaMemcpyPeer).
+ * @param[out] dst device memory on @p dst_device.
+ * @param[in] dst_device ordinal.
+ * @param[in] src device memory on @p src_device.
+ * @param[in] src_device ordinal.
+ * @param[in] bytes size in bytes.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_DEVICE.
+ */
+GP_API gp_status_t gp_memcpy_peer(void *dst, int dst_device, const void *src, int src_device,
+                                  size_t bytes);
+
+/** @brief As gp_memcpy_peer(), enqueued on @p stream (cudaMemcpyPeerAsync).
+ *  @return as gp_memcpy_peer(), plus ::GP_ERROR_INVALID_HANDLE. */
+GP_API gp_status_t gp_memcpy_peer_async(void *dst, int dst_device, const void *src,
+                                        int src_device, size_t bytes, gp_stream_t stream);
+
+/**
+ * @brief Sets @p bytes bytes at @p ptr to the byte @p value (cudaMemset).
+ * @param[out] ptr device, managed or host memory.
+ * @param[in] value the byte value (low 8 bits used).
+ * @param[in] bytes count in bytes.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL with bytes > 0, range past an allocation).
+ */
+GP_API gp_status_t gp_memset(void *ptr, int value, size_t bytes);
+
+/** @brief As gp_memset(), enqueued on @p stream (cudaMemsetAsync).
+ *  @return as gp_memset(), plus ::GP_ERROR_INVALID_HANDLE. */
+GP_API gp_status_t gp_memset_async(void *ptr, int value, size_t bytes, gp_stream_t stream);
+
+/**
+ * @brief Sets @p count 32-bit words at @p ptr to @p value (cuMemsetD32).
+ * @param[out] ptr 4-byte aligned memory.
+ * @param[in] value the word.
+ * @param[in] count number of 32-bit elements (not bytes).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, misaligned).
+ */
+GP_API gp_status_t gp_memset_d32(void *ptr, uint32_t value, size_t count);
+
+/** @brief As gp_memset_d32(), enqueued on @p stream (cuMemsetD32Async).
+ *  @return as gp_memset_d32(), plus ::GP_ERROR_INVALID_HANDLE. */
+GP_API gp_status_t gp_memset_d32_async(void *ptr, uint32_t value, size_t count, gp_stream_t stream);
+
+/**
+ * @brief Free and total device memory of the current device in bytes (cudaMemGetInfo).
+ * @param[out] free_bytes may be NULL.
+ * @param[out] total_bytes may be NULL.
+ * @return ::GP_SUCCESS, ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_mem_get_info(size_t *free_bytes, size_t *total_bytes);
+
+/** @brief Kind of memory a pointer refers to (cudaMemoryType). */
+typedef enum gp_memory_type {
+  GP_MEMORY_UNREGISTERED = 0, /**< pageable host memory gpuport does not know */
+  GP_MEMORY_HOST = 1,         /**< page-locked host memory (gp_malloc_host, gp_host_register) */
+  GP_MEMORY_DEVICE = 2,       /**< device memory */
+  GP_MEMORY_MANAGED = 3       /**< managed memory */
+} gp_memory_type_t;
+
+/** @brief What gp_pointer_get_attributes() reports. Initialise with
+ *         gp_pointer_attributes_init(). */
+typedef struct gp_pointer_attributes {
+  size_t struct_size;     /**< set by gp_pointer_attributes_init() */
+  gp_memory_type_t type;  /**< the kind of memory */
+  int device;             /**< owning device; -1 for unregistered host memory */
+  void *device_pointer;   /**< address usable in kernels, NULL if none */
+  void *host_pointer;     /**< address usable on the host, NULL if none */
+  int native;             /**< 1 when allocated by the native runtime, not by gpuport */
+} gp_pointer_attributes_t;
+
+/** @brief Sets @p attr->struct_size and zeroes the rest. */
+static inline void gp_pointer_attributes_init(gp_pointer_attributes_t *attr) {
+  unsigned char *p = (unsigned char *)attr;
+  for (size_t i = 0; i < sizeof(*attr); i++) p[i] = 0;
+  attr->struct_size = sizeof(*attr);
+}
+
+/**
+ * @brief What kind of memory @p ptr points into (cudaPointerGetAttributes). Interior
+ *        pointers are recognised. Unknown host pointers give ::GP_MEMORY_UNREGISTERED
+ *        and ::GP_SUCCESS, as CUDA 11+.
+ * @param[in,out] attr initialised with gp_pointer_attributes_init().
+ * @param[in] ptr any pointer; NULL gives ::GP_ERROR_INVALID_VALUE.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE.
+ */
+GP_API gp_status_t gp_pointer_get_attributes(gp_pointer_attributes_t *attr, const void *ptr);
+/**@}*/
+
+/* ------------------------------------------------------------------------------ */
+/** @name Streams, events and host callbacks */
+/**@{*/
+
+/** @brief Stream flag: the stream does not synchronise with the legacy default stream
+ *         (cudaStreamNonBlocking). */
+#define GP_STREAM_DEFAULT 0x0u
+/** @brief See ::GP_STREAM_DEFAULT. */
+#define GP_STREAM_NON_BLOCKING 0x1u
+
+/**
+ * @brief Creates a blocking stream on the current device (cudaStreamCreate).
+ * @param[out] stream the new stream.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_stream_create(gp_stream_t *stream);
+
+/**
+ * @brief Creates a stream with flags (cudaStreamCreateWithFlags).
+ * @param[out] stream the new stream.
+ * @param[in] flags ::GP_STREAM_DEFAULT or ::GP_STREAM_NON_BLOCKING.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (unknown flags), ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_stream_create_with_flags(gp_stream_t *stream, unsigned flags);
+
+/**
+ * @brief Creates a blocking stream with a priority (cudaStreamCreateWithPriority).
+ *        Priorities outside gp_device_stream_priority_range() are clamped, as CUDA.
+ * @param[out] stream the new stream.
+ * @param[in] priority lower is higher priority.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_stream_create_with_priority(gp_stream_t *stream, int priority);
+
+/**
+ * @brief Destroys @p stream once its enqueued work completes (cudaStreamDestroy).
+ *        NULL is a no-op.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (destroyed or foreign handle).
+ */
+GP_API gp_status_t gp_stream_destroy(gp_stream_t stream);
+
+/**
+ * @brief Waits until all work enqueued on @p stream is complete (cudaStreamSynchronize).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE, or the asynchronous error raised by
+ *         that work (::GP_ERROR_LAUNCH_FAILED, ...).
+ */
+GP_API gp_status_t gp_stream_synchronize(gp_stream_t stream);
+
+/**
+ * @brief Whether all work on @p stream is complete (cudaStreamQuery).
+ * @return ::GP_SUCCESS (complete), ::GP_ERROR_NOT_READY, ::GP_ERROR_INVALID_HANDLE, or
+ *         an asynchronous error.
+ */
+GP_API gp_status_t gp_stream_query(gp_stream_t stream);
+
+/**
+ * @brief Makes future work on @p stream wait for the last gp_event_record() of @p event
+ *        (cudaStreamWaitEvent). An event never recorded is complete.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event);
+
+/**
+ * @brief Enqueues a host function (cudaLaunchHostFunc). @p fn runs on a library thread
+ *        once earlier work on @p stream is complete; later work waits for it. @p fn must
+ *        not call gpuport functions that enqueue or wait (as CUDA).
+ * @param[in] stream the stream.
+ * @param[in] fn the function, not NULL.
+ * @param[in] user its argument.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
+
+/**
+ * @brief The native cudaStream_t / hipStream_t behind @p stream, for mixing gpuport with
+ *        native code. On the CPU backend: the gp_stream_t itself.
+ * @return the native handle, or NULL for an invalid handle.
+ */
+GP_API void *gp_stream_native(gp_stream_t stream);
+
+/**
+ * @brief Wraps a native stream the application owns (cudaStream_t / hipStream_t).
+ *        gp_stream_destroy() releases the wrapper, not the native stream.
+ * @param[out] stream the wrapper.
+ * @param[in] native the native stream; on the CPU backend a gp_stream_t.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_stream_wrap(gp_stream_t *stream, void *native);
+
+/** @brief Event flag (cudaEventDefault). */
+#define GP_EVENT_DEFAULT 0x0u
+/** @brief Synchronising on the event blocks the thread instead of spinning
+ *         (cudaEventBlockingSync). */
+#define GP_EVENT_BLOCKING_SYNC 0x1u
+/** @brief The event records no time; gp_event_elapsed_ms() on it fails
+ *         (cudaEventDisableTiming). */
+#define GP_EVENT_DISABLE_TIMING 0x2u
+
+/**
+ * @brief Creates an event with timing (cudaEventCreate).
+ * @param[out] event the new event.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_event_create(gp_event_t *event);
+
+/**
+ * @brief Creates an event with flags (cudaEventCreateWithFlags).
+ * @param[out] event the new event.
+ * @param[in] flags a combination of ::GP_EVENT_BLOCKING_SYNC, ::GP_EVENT_DISABLE_TIMING.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (unknown flags), ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_event_create_with_flags(gp_event_t *event, unsigned flags);
+
+/**
+ * @brief Records @p event in @p stream: it completes when earlier work on the stream
+ *        does (cudaEventRecord).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_event_record(gp_event_t event, gp_stream_t stream);
+
+/**
+ * @brief Waits for the last record of @p event (cudaEventSynchronize).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE, or an asynchronous error.
+ */
+GP_API gp_status_t gp_event_synchronize(gp_event_t event);
+
+/**
+ * @brief Whether the last record of @p event is complete (cudaEventQuery).
+ * @return ::GP_SUCCESS, ::GP_ERROR_NOT_READY, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_event_query(gp_event_t event);
+
+/**
+ * @brief Milliseconds between two completed events (cudaEventElapsedTime).
+ * @param[out] ms elapsed time in milliseconds (resolution about 0.5 us).
+ * @param[in] start recorded and complete.
+ * @param[in] end recorded and complete.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, never recorded, or created with
+ *         ::GP_EVENT_DISABLE_TIMING), ::GP_ERROR_NOT_READY, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end);
+
+/**
+ * @brief Destroys @p event (cudaEventDestroy); a pending record completes normally.
+ *        NULL is a no-op.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_event_destroy(gp_event_t event);
+
+/** @brief The native cudaEvent_t / hipEvent_t behind @p event (the gp_event_t itself on
+ *         the CPU backend). @return the handle, or NULL when @p event is invalid. */
+GP_API void *gp_event_native(gp_event_t event);
+
+/**
+ * @brief Wraps a native event the application owns; gp_event_destroy() frees the wrapper only.
+ * @param[out] event the wrapper.
+ * @param[in] native cudaEvent_t / hipEvent_t; on the CPU backend a gp_event_t.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_event_wrap(gp_event_t *event, void *native);
+/**@}*/
+
+/* ------------------------------------------------------------------------------ */
+/** @name Kernel launch */
+/**@{*/
+
+/** @brief A kernel: a compiled entry point of a dialect source (see gpuport/kernel.h).
+ *         Name one from C with GP_KERNEL_DECLARE() and GP_KERNEL_REF(). */
+typedef const struct gp_kernel_s *gp_kernel_t;
+
+/**
+ * @brief Launches @p kernel on @p stream (cudaLaunchKernel).
+ * @param[in] kernel from GP_KERNEL_REF(); its descriptor must be for this backend.
+ * @param[in] grid blocks per dimension, each >= 1 and within max_grid_dim.
+ * @param[in] block threads per dimension; the product at most max_threads_per_block.
+ * @param[in] dynamic_shared_bytes bytes of dynamic shared memory per block.
+ * @param[in] stream the stream.
+ * @param[in] args array of pointers to each argument, as cudaLaunchKernel; may be NULL
+ *            only for a kernel without parameters.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL kernel or args),
+ *         ::GP_ERROR_INVALID_HANDLE (not a kernel descriptor),
+ *         ::GP_ERROR_INVALID_CONFIGURATION (zero or oversize dimensions, too much shared
+ *         memory), ::GP_ERROR_INVALID_IMAGE (kernel built for another backend). Faults
+ *         during the run are reported asynchronously (::GP_ERROR_LAUNCH_FAILED).
+ */
+GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
+                             size_t dynamic_shared_bytes, gp_stream_t stream, void **args);
+
+/**
+ * @brief Raises the dynamic shared memory a kernel may request above the default limit
+ *        (cudaFuncSetAttribute with cudaFuncAttributeMaxDynamicSharedMemorySize).
+ * @param[in] kernel the kernel.
+ * @param[in] bytes at most shared_memory_per_block_optin minus the kernel's static shared memory.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_INVALID_VALUE (too large).
+ */
+GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+
+/** @brief Name of @p kernel as written in its source. @return a static string or NULL. */
+GP_API const char *gp_kernel_name(gp_kernel_t kernel);
+/**@}*/
+
+GP_EXTERN_C_END
+
+#endif /* GP_RUNTIME_H */

@@ -1,0 +1,106 @@
+/**
+ * @file gpuport/status.h
+ * @brief The one status type, its names and strings, the thread-local error message,
+ *        and asynchronous (sticky) errors.
+ * @ingroup runtime
+ *
+ * Every fallible gpuport function returns a ::gp_status_t. The values below are
+ * stable once released. The list is one X-macro (as libuv's UV_ERRNO_MAP), so the
+ * enum, gp_status_name() and gp_status_string() cannot drift apart.
+ */
+#ifndef GP_STATUS_H
+#define GP_STATUS_H
+
+#include <stdio.h> /* GP_CHECK prints to stderr */
+#include <gpuport/export.h>
+
+GP_EXTERN_C_BEGIN
+
+/**
+ * @brief X-macro list of every status: X(name, value, sentence).
+ *
+ * The sentences are what gp_status_string() returns.
+ */
+#define GP_STATUS_LIST(X)                                                                     \
+  X(GP_SUCCESS, 0, "no error")                                                                \
+  X(GP_ERROR_INVALID_VALUE, 1, "an argument is NULL, out of range or inconsistent")          \
+  X(GP_ERROR_OUT_OF_MEMORY, 2, "the allocation could not be satisfied")                      \
+  X(GP_ERROR_NO_DEVICE, 3, "no device of this backend is present or a driver is missing")    \
+  X(GP_ERROR_INVALID_DEVICE, 4, "the device ordinal does not name a device")                  \
+  X(GP_ERROR_INVALID_HANDLE, 5, "the handle is NULL, destroyed, or not a gpuport handle")     \
+  X(GP_ERROR_NOT_READY, 6, "the work is not complete yet (not an error)")                     \
+  X(GP_ERROR_NOT_SUPPORTED, 7, "the operation or data type is not supported here")            \
+  X(GP_ERROR_INVALID_CONFIGURATION, 8, "grid, block or shared memory exceeds device limits")  \
+  X(GP_ERROR_LAUNCH_FAILED, 9, "a kernel faulted while running")                              \
+  X(GP_ERROR_NOT_FOUND, 10, "the named object was not found")                                 \
+  X(GP_ERROR_INVALID_IMAGE, 11, "the kernel image or source is invalid for this device")      \
+  X(GP_ERROR_COMM, 12, "a collective failed or a peer is gone")                               \
+  X(GP_ERROR_TIMEOUT, 13, "the operation did not complete before its deadline")               \
+  X(GP_ERROR_BACKEND, 14, "the native runtime reported an error with no closer match")        \
+  X(GP_ERROR_INTERNAL, 15, "an internal invariant of gpuport failed (please report it)")
+
+/** @brief Status returned by every fallible gpuport call (NCCL's ncclResult_t model). */
+typedef enum gp_status {
+#define GP__STATUS_ENUM(name, value, text) name = value,
+  GP_STATUS_LIST(GP__STATUS_ENUM)
+#undef GP__STATUS_ENUM
+} gp_status_t;
+
+/**
+ * @brief The enumerator's name, e.g. "GP_ERROR_INVALID_VALUE".
+ * @param[in] status any value; unknown values give "GP_ERROR_UNKNOWN".
+ * @return a static string; never NULL.
+ */
+GP_API const char *gp_status_name(gp_status_t status);
+
+/**
+ * @brief A one-sentence description of @p status (as cudaGetErrorString).
+ * @param[in] status any value; unknown values give "unknown status".
+ * @return a static string; never NULL.
+ */
+GP_API const char *gp_status_string(gp_status_t status);
+
+/**
+ * @brief The detailed message of the last failing gpuport call on this host thread:
+ *        which call failed, which argument and why, and the native error name where
+ *        there was one.
+ * @return a thread-local string valid until the next gpuport call on this thread;
+ *         "" when no call on this thread has failed.
+ */
+GP_API const char *gp_last_error_message(void);
+
+/**
+ * @brief Returns and clears the last asynchronous error of the current device
+ *        (a fault raised by enqueued work), as cudaGetLastError.
+ *
+ * On the GPU backends a kernel fault is sticky: it is returned again by every later
+ * call and this function does not clear it. On the CPU backend it is cleared.
+ * @return ::GP_SUCCESS when no error is pending, else the pending error, e.g.
+ *         ::GP_ERROR_LAUNCH_FAILED.
+ */
+GP_API gp_status_t gp_get_last_error(void);
+
+/**
+ * @brief As gp_get_last_error() but does not clear the error (cudaPeekAtLastError).
+ * @return ::GP_SUCCESS or the pending asynchronous error.
+ */
+GP_API gp_status_t gp_peek_at_last_error(void);
+
+/**
+ * @brief Convenience for applications and examples: evaluates @p expr, and on failure
+ *        prints the status and gp_last_error_message() to stderr and returns the
+ *        status from the enclosing function. (The library itself uses another macro.)
+ */
+#define GP_CHECK(expr)                                                                  \
+  do {                                                                                  \
+    gp_status_t gp_check_s_ = (expr);                                                   \
+    if (gp_check_s_ != GP_SUCCESS) {                                                    \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
+              gp_status_name(gp_check_s_), gp_last_error_message());                   \
+      return gp_check_s_;                                                               \
+    }                                                                                   \
+  } while (0)
+
+GP_EXTERN_C_END
+
+#endif /* GP_STATUS_H */

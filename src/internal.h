@@ -1,0 +1,204 @@
+/*
+ * internal.h - what every backend-independent source and every backend shares:
+ * error reporting, logging, the allocation/handle registries, handle layouts and
+ * the backend interface (gp__be_*). Nothing here is public.
+ *
+ * Data flow (ARCHITECTURE.md): public call -> argument checks in src/api_*.c ->
+ * gp__be_* of the backend compiled in (src/cpu/ or src/gpu/) -> native runtime.
+ * The api layer checks every argument once; gp__be_* may assume valid arguments.
+ */
+#ifndef GP_INTERNAL_H
+#define GP_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <gpuport.h>
+#include <gpuport/kernel_abi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- which backend this object is compiled for (set by the Makefile) ---------- */
+#if defined(GP_BUILD_CUDA)
+#define GP__BACKEND GP_BACKEND_CUDA
+#elif defined(GP_BUILD_HIP)
+#define GP__BACKEND GP_BACKEND_HIP
+#else
+#define GP__BACKEND GP_BACKEND_CPU
+#endif
+
+#define GP__HIDDEN __attribute__((visibility("hidden")))
+#define GP__PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* ---- errors --------------------------------------------------------------------- */
+/* Records the thread-local message "<func>: <formatted text>" and returns status.
+ * Every failing public call sets one; the api layer's checks use it directly. */
+gp_status_t gp__error(gp_status_t status, const char *func, const char *fmt, ...) GP__PRINTF(3, 4);
+#define GP__ERR(status, ...) gp__error((status), __func__, __VA_ARGS__)
+/* Clears the thread-local message at the start of a public call. */
+void gp__clear_error(void);
+
+/* Internal propagation: returns the status of expr from the enclosing function when it
+ * is not GP_SUCCESS, leaving a TRACE breadcrumb (NCCLCHECK's model). */
+#define GP__TRY(expr)                                                                     \
+  do {                                                                                    \
+    gp_status_t gp__s_ = (expr);                                                          \
+    if (gp__s_ != GP_SUCCESS) {                                                           \
+      gp__log(GP__LOG_TRACE, GP__SUB_ALL, "%s:%d -> %s", __FILE__, __LINE__,              \
+              gp_status_name(gp__s_));                                                    \
+      return gp__s_;                                                                      \
+    }                                                                                     \
+  } while (0)
+
+/* Argument checks for the api layer: fail with GP_ERROR_INVALID_VALUE naming the argument. */
+#define GP__CHECK_ARG(cond, ...)                                                         \
+  do {                                                                                    \
+    if (!(cond)) return gp__error(GP_ERROR_INVALID_VALUE, __func__, __VA_ARGS__);        \
+  } while (0)
+#define GP__CHECK_NOT_NULL(p) GP__CHECK_ARG((p) != NULL, "argument '%s' is NULL", #p)
+
+/* Asynchronous errors, per device (API.md "Asynchronous errors"). Raised by work that
+ * faulted after its call returned; consumed by synchronising calls. Sticky on the GPU
+ * backends. */
+void gp__async_error_raise(int device, gp_status_t status, const char *fmt, ...) GP__PRINTF(3, 4);
+gp_status_t gp__async_error_peek(int device);
+gp_status_t gp__async_error_take(int device); /* clears unless sticky */
+/* Returns the pending async error of device (setting the message), or GP_SUCCESS. */
+gp_status_t gp__async_error_report(int device, const char *func);
+/* Clears a device's pending error, sticky or not (gp_device_reset). */
+void gp__async_error_reset(int device);
+
+/* ---- logging (GP_DEBUG, GP_DEBUG_SUBSYS, GP_DEBUG_FILE) --------------------------- */
+enum { GP__LOG_NONE = 0, GP__LOG_WARN = 1, GP__LOG_INFO = 2, GP__LOG_TRACE = 3 };
+enum {
+  GP__SUB_INIT = 1u << 0, GP__SUB_MEM = 1u << 1, GP__SUB_LAUNCH = 1u << 2,
+  GP__SUB_GEMM = 1u << 3, GP__SUB_ATTN = 1u << 4, GP__SUB_COMM = 1u << 5,
+  GP__SUB_STREAM = 1u << 6, GP__SUB_ALL = 0xffffffffu
+};
+void gp__log(int level, unsigned subsys, const char *fmt, ...) GP__PRINTF(3, 4);
+bool gp__log_enabled(int level, unsigned subsys);
+#define GP__INFO(sub, ...) do { if (gp__log_enabled(GP__LOG_INFO, sub)) gp__log(GP__LOG_INFO, sub, __VA_ARGS__); } while (0)
+#define GP__WARN(sub, ...) gp__log(GP__LOG_WARN, sub, __VA_ARGS__)
+#define GP__TRACE(sub, ...) do { if (gp__log_enabled(GP__LOG_TRACE, sub)) gp__log(GP__LOG_TRACE, sub, __VA_ARGS__); } while (0)
+
+/* Environment helpers: integer value of an environment variable, or def. */
+long gp__env_long(const char *name, long def);
+
+/* ---- allocation registry --------------------------------------------------------- */
+/* Every allocation gpuport hands out is registered, so gp_free can tell a foreign,
+ * double or mismatched free from a good one, memcpy can check ranges, and
+ * gp_pointer_get_attributes can answer for interior pointers. Thread-safe. */
+typedef enum gp__alloc_kind {
+  GP__ALLOC_DEVICE = 1,      /* gp_malloc / gp_malloc_async */
+  GP__ALLOC_HOST = 2,        /* gp_malloc_host */
+  GP__ALLOC_MANAGED = 3,     /* gp_malloc_managed */
+  GP__ALLOC_REGISTERED = 4   /* gp_host_register */
+} gp__alloc_kind_t;
+
+typedef struct gp__alloc_info {
+  void *base;
+  size_t bytes;
+  gp__alloc_kind_t kind;
+  int device;
+} gp__alloc_info_t;
+
+gp_status_t gp__alloc_register(void *base, size_t bytes, gp__alloc_kind_t kind, int device);
+/* Removes the entry whose base is exactly ptr; GP_ERROR_NOT_FOUND when absent. */
+gp_status_t gp__alloc_unregister(void *base, gp__alloc_info_t *removed);
+/* Finds the allocation containing ptr (interior pointers included). */
+bool gp__alloc_find(const void *ptr, gp__alloc_info_t *info);
+/* Removes and returns (through cb) every allocation of device, for gp_device_reset. */
+void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void *), void *user);
+
+/* ---- handle registry -------------------------------------------------------------- */
+/* Live handles (streams, events, ...) are kept in a set, so a destroyed or foreign
+ * handle is detected without reading freed memory. */
+typedef enum gp__handle_kind { GP__H_STREAM = 1, GP__H_EVENT = 2 } gp__handle_kind_t;
+gp_status_t gp__handle_add(const void *h, gp__handle_kind_t kind);
+bool gp__handle_remove(const void *h, gp__handle_kind_t kind);
+bool gp__handle_valid(const void *h, gp__handle_kind_t kind);
+
+/* ---- devices -------------------------------------------------------------------- */
+/* The calling thread's current device (a thread-local, default 0). */
+int gp__current_device(void);
+void gp__set_current_device(int device);
+
+/* ---- stream resolution ------------------------------------------------------------ */
+/* Resolves NULL / GP_STREAM_LEGACY / GP_STREAM_PER_THREAD / a handle to the backend's
+ * stream object; GP_ERROR_INVALID_HANDLE (with message) for a destroyed or foreign one. */
+gp_status_t gp__stream_resolve(gp_stream_t s, const char *func, gp_stream_t *out);
+
+/* ---- backend interface ----------------------------------------------------------- */
+/* Implemented once per backend (src/cpu/, src/gpu/). Arguments are already checked.
+ * On failure they return the status and set the message with GP__ERR. */
+gp_status_t gp__be_init(void);                 /* idempotent, thread-safe */
+gp_status_t gp__be_device_count(int *count);
+gp_status_t gp__be_device_set(int device);
+gp_status_t gp__be_device_get_props(gp_device_props_t *props, int device); /* full struct */
+gp_status_t gp__be_device_synchronize(void);
+gp_status_t gp__be_device_reset(void);
+gp_status_t gp__be_device_can_access_peer(int *can, int device, int peer);
+gp_status_t gp__be_device_enable_peer_access(int peer);
+gp_status_t gp__be_stream_priority_range(int *least, int *greatest);
+
+gp_status_t gp__be_malloc(void **ptr, size_t bytes);          /* current device */
+gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info);
+gp_status_t gp__be_malloc_host(void **ptr, size_t bytes);
+gp_status_t gp__be_free_host(void *ptr);
+gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes);
+gp_status_t gp__be_host_register(void *ptr, size_t bytes);
+gp_status_t gp__be_host_unregister(void *ptr);
+gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream);
+gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream);
+/* Native allocations the registry does not know (cudaMalloc'd memory): fills attr and
+ * returns true when the native runtime recognises ptr. CPU: always false. */
+bool gp__be_pointer_native(const void *ptr, gp_pointer_attributes_t *attr);
+gp_status_t gp__be_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t height, gp_stream_t stream, bool sync);
+gp_status_t gp__be_memcpy_peer_async(void *dst, int dst_dev, const void *src, int src_dev,
+                                     size_t bytes, gp_stream_t stream, bool sync);
+gp_status_t gp__be_memset_async(void *ptr, int value, size_t bytes, gp_stream_t stream, bool sync);
+gp_status_t gp__be_memset_d32_async(void *ptr, uint32_t value, size_t count, gp_stream_t stream,
+                                    bool sync);
+gp_status_t gp__be_mem_get_info(size_t *free_bytes, size_t *total_bytes);
+
+gp_status_t gp__be_stream_create(gp_stream_t *stream, unsigned flags, int priority);
+gp_status_t gp__be_stream_destroy(gp_stream_t stream);
+gp_status_t gp__be_stream_synchronize(gp_stream_t stream);
+gp_status_t gp__be_stream_query(gp_stream_t stream);
+gp_status_t gp__be_stream_wait_event(gp_stream_t stream, gp_event_t event);
+gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
+void *gp__be_stream_native(gp_stream_t stream);
+gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native);
+
+gp_status_t gp__be_event_create(gp_event_t *event, unsigned flags);
+gp_status_t gp__be_event_destroy(gp_event_t event);
+gp_status_t gp__be_event_record(gp_event_t event, gp_stream_t stream);
+gp_status_t gp__be_event_synchronize(gp_event_t event);
+gp_status_t gp__be_event_query(gp_event_t event);
+gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end);
+void *gp__be_event_native(gp_event_t event);
+gp_status_t gp__be_event_wrap(gp_event_t *event, void *native);
+
+/* Launch of a checked configuration (grid/block/shared already within limits). */
+gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
+                          size_t dynamic_shared, gp_stream_t stream, void **args);
+gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+
+/* Host-side enqueue of a function on a stream: on the CPU backend the work itself runs
+ * in stream order on the stream's worker; on GPU backends (a host callback) it is
+ * cudaLaunchHostFunc. Used by the CPU GEMM/attention implementations. The function
+ * returns a status; a failure becomes the device's asynchronous error. */
+typedef gp_status_t (*gp__host_work_fn)(void *user);
+/* Enqueues fn(user) and, when done (or dropped), free(user) if free_user is true. */
+gp_status_t gp__be_enqueue_host_work(gp_stream_t stream, gp__host_work_fn fn, void *user,
+                                     bool free_user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GP_INTERNAL_H */
