@@ -1,0 +1,202 @@
+/*
+ * test_selftest.c - the `gpuport` program, run as a user would: `selftest --quick`
+ * passes; for every check, GP_SELFTEST_INJECT=<check> makes exactly that check FAIL and
+ * the program exit non-zero (so each check provably can fail); `--seed N` replays the
+ * same data; bad commands exit 2.
+ *
+ * The program is found through GP_TOOL, else as bin/gpuport-<backend> relative to this
+ * test binary (build/<backend>[-san]/test/test_selftest -> ../../../bin/). When it is
+ * not there (the tool was not built), the tests say so and pass.
+ */
+#include <check.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gpuport.h>
+
+static char tool[PATH_MAX + 64];
+
+static int find_tool(void) {
+  const char *env = getenv("GP_TOOL");
+  if (env && *env) {
+    snprintf(tool, sizeof tool, "%s", env);
+    return access(tool, X_OK) == 0;
+  }
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 0;
+  self[n] = 0;
+  char *slash = strrchr(self, '/');
+  if (!slash) return 0;
+  *slash = 0;
+  snprintf(tool, sizeof tool, "%s/../../../bin/gpuport-%s", self, gp_backend_name());
+  return access(tool, X_OK) == 0;
+}
+
+#define SKIP_WITHOUT_TOOL()                                                                \
+  do {                                                                                     \
+    if (!find_tool()) {                                                                    \
+      fprintf(stderr, "test_selftest: %s not found (build it: make bin/gpuport-%s, or set " \
+                      "GP_TOOL); skipped\n", tool[0] ? tool : "gpuport", gp_backend_name()); \
+      return;                                                                              \
+    }                                                                                      \
+  } while (0)
+
+/* Runs "env tool args" through the shell; returns the exit status, output in *out. */
+static int run(const char *env, const char *args, char **out) {
+  char cmd[PATH_MAX + 512];
+  snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1", env ? env : "", tool, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_msg(p != NULL, "popen(%s) failed", cmd);
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  ck_assert_ptr_nonnull(buf);
+  size_t got;
+  while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += got;
+    if (cap - len < 4096) {
+      buf = realloc(buf, cap *= 2);
+      ck_assert_ptr_nonnull(buf);
+    }
+  }
+  buf[len] = 0;
+  int st = pclose(p);
+  *out = buf;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The line "PASS|FAIL  <name>  ..." of check name, or NULL. */
+static const char *line_of(const char *out, const char *name) {
+  size_t n = strlen(name);
+  for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if ((!strncmp(l, "PASS  ", 6) || !strncmp(l, "FAIL  ", 6)) && !strncmp(l + 6, name, n) &&
+        l[6 + n] == ' ')
+      return l;
+  }
+  return NULL;
+}
+
+/* Check names from a --quick run's output (the second field of each result line). */
+static int check_names(const char *out, char names[][64], int max) {
+  int k = 0;
+  for (const char *l = out; l && *l && k < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if (strncmp(l, "PASS  ", 6) && strncmp(l, "FAIL  ", 6)) continue;
+    sscanf(l + 6, "%63s", names[k]);
+    k++;
+  }
+  return k;
+}
+
+START_TEST(quick_selftest_passes) {
+  SKIP_WITHOUT_TOOL();
+  char *out;
+  int rc = run(NULL, "selftest --quick --seed 1", &out);
+  ck_assert_msg(rc == 0, "selftest --quick exited %d:\n%s", rc, out);
+  ck_assert_msg(strstr(out, "seed 1") != NULL, "seed not printed:\n%s", out);
+  ck_assert_msg(strstr(out, " 0 failed") != NULL, "no summary line:\n%s", out);
+  free(out);
+}
+END_TEST
+
+START_TEST(every_check_fails_when_injected) {
+  SKIP_WITHOUT_TOOL();
+  char *out, names[128][64];
+  run(NULL, "selftest --quick --seed 3", &out);
+  int n = check_names(out, names, 128);
+  free(out);
+  ck_assert_msg(n >= 20, "only %d checks listed", n);
+  for (int i = 0; i < n; i++) {
+    char env[128], args[160];
+    snprintf(env, sizeof env, "GP_SELFTEST_INJECT=%.63s", names[i]);
+    snprintf(args, sizeof args, "selftest --quick --seed 3 --check %.63s", names[i]);
+    int rc = run(env, args, &out);
+    const char *l = line_of(out, names[i]);
+    ck_assert_msg(rc == 1, "%s injected: exit %d, expected 1:\n%s", names[i], rc, out);
+    ck_assert_msg(l && !strncmp(l, "FAIL  ", 6), "%s injected: no FAIL line:\n%s", names[i], out);
+    free(out);
+  }
+}
+END_TEST
+
+/* The summary of check name in a run's output: the text between the name and the
+ * time column (the last double space of the line). */
+static char *summary_of(const char *out, const char *name) {
+  const char *l = line_of(out, name);
+  if (!l) return NULL;
+  const char *end = strchr(l, '\n'), *t = NULL;
+  if (!end) end = l + strlen(l);
+  for (const char *q = l; q + 1 < end; q++)
+    if (q[0] == ' ' && q[1] == ' ') t = q;
+  return strndup(l, (size_t)((t ? t : end) - l));
+}
+
+/* The summaries carry data-dependent numbers (max_abs, rel_norm): equal seeds must
+ * give equal summaries. */
+START_TEST(seed_replays) {
+  SKIP_WITHOUT_TOOL();
+  char *a, *b;
+  const char *args = "selftest --quick --seed 987654321 --check gemm";
+  ck_assert_int_eq(run(NULL, args, &a), 0);
+  ck_assert_int_eq(run(NULL, args, &b), 0);
+  ck_assert_msg(strstr(a, "seed 987654321") != NULL, "seed not printed:\n%s", a);
+  const char *names[] = {"gemm.model_bf16", "gemm.f32", "gemm.bf16", "gemm.epilogue"};
+  for (int i = 0; i < 4; i++) {
+    char *sa = summary_of(a, names[i]), *sb = summary_of(b, names[i]);
+    ck_assert_msg(sa && sb, "%s missing from the output", names[i]);
+    ck_assert_str_eq(sa, sb);
+    free(sa);
+    free(sb);
+  }
+  free(a);
+  free(b);
+}
+END_TEST
+
+START_TEST(commands_and_exit_codes) {
+  SKIP_WITHOUT_TOOL();
+  char *out;
+  ck_assert_int_eq(run(NULL, "--help", &out), 0);
+  ck_assert_ptr_nonnull(strstr(out, "selftest"));
+  free(out);
+  ck_assert_int_eq(run(NULL, "no-such-command", &out), 2);
+  free(out);
+  ck_assert_int_eq(run(NULL, "", &out), 2);
+  free(out);
+  ck_assert_int_eq(run(NULL, "selftest --no-such-option", &out), 2);
+  free(out);
+  ck_assert_int_eq(run("GP_SELFTEST_INJECT=no.such.check", "selftest --quick", &out), 2);
+  free(out);
+  ck_assert_int_eq(run(NULL, "version", &out), 0);
+  ck_assert_ptr_nonnull(strstr(out, gp_backend_name()));
+  free(out);
+  ck_assert_int_eq(run(NULL, "info", &out), 0);
+  ck_assert_ptr_nonnull(strstr(out, "device 0"));
+  free(out);
+  ck_assert_int_eq(run(NULL, "info --json", &out), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"devices\""));
+  free(out);
+  ck_assert_int_eq(run(NULL, "selftest --quick --json --check runtime", &out), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"failed\": 0"));
+  free(out);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("selftest");
+  TCase *tc = tcase_create("tool");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, commands_and_exit_codes);
+  tcase_add_test(tc, seed_replays);
+  tcase_add_test(tc, quick_selftest_passes);
+  tcase_add_test(tc, every_check_fails_when_injected);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,340 @@
+/*
+ * bench.c - `gpuport bench gemm|attention|memcpy`: throughput at model shapes.
+ *
+ * Each figure is the median of --iters timed runs after --warmup untimed ones; every
+ * run is bracketed by events on the stream that does the work, so host overhead
+ * between runs is not counted. GEMM and attention report TFLOP/s (attention counts
+ * FlashAttention-2's 4 * batch * heads * seqlen_q * seqlen_k * head_dim, halved when
+ * causal); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
+ * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
+ * machine can do) and gpuport's ratio to it.
+ */
+#include "tool.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct bench_opts {
+  int64_t iters, warmup;
+  bool json;
+  int64_t m, n, k;                              /* gemm */
+  int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
+  int64_t causal;                               /* -1: both */
+  int64_t bytes;                                /* memcpy */
+  const char *dtype;
+} bench_opts_t;
+
+typedef gp_status_t (*enqueue_fn)(void *ctx, gp_stream_t s);
+
+static int n_results;
+
+/* Times fn: warm-up runs, then iters runs each between two events; *median_ms. */
+static gp_status_t time_runs(const bench_opts_t *o, const char *label, enqueue_fn fn, void *ctx,
+                             gp_stream_t s, double *median_ms) {
+  gp_status_t st = GP_SUCCESS;
+  gp_event_t e0 = NULL, e1 = NULL;
+  double *ms = calloc((size_t)o->iters, sizeof(double));
+  if (!ms) return GP_ERROR_OUT_OF_MEMORY;
+  if ((st = gp_event_create(&e0)) || (st = gp_event_create(&e1))) goto out;
+  double t0 = tool_now_ms();
+  for (int64_t i = 0; i < o->warmup; i++)
+    if ((st = fn(ctx, s))) goto out;
+  if ((st = gp_stream_synchronize(s))) goto out;
+  double per_run = (tool_now_ms() - t0) / (double)(o->warmup > 0 ? o->warmup : 1);
+  /* Runs over 2 s in all get a progress line on stderr: updated in place on a
+   * terminal, printed once otherwise. */
+  bool progress = per_run * (double)o->iters > 2000.0, tty = isatty(2);
+  if (progress && !tty)
+    fprintf(stderr, "gpuport bench: %s: %lld runs of ~%.0f ms\n", label, (long long)o->iters, per_run);
+  for (int64_t i = 0; i < o->iters; i++) {
+    if (progress && tty)
+      fprintf(stderr, "\rgpuport bench: %s: run %lld/%lld (~%.0f ms each)", label, (long long)i + 1,
+              (long long)o->iters, per_run);
+    float f = 0;
+    if ((st = gp_event_record(e0, s)) || (st = fn(ctx, s)) || (st = gp_event_record(e1, s)) ||
+        (st = gp_event_synchronize(e1)) || (st = gp_event_elapsed_ms(&f, e0, e1)))
+      goto out;
+    ms[i] = f;
+  }
+  if (progress && tty) fputc('\n', stderr);
+  *median_ms = tool_median(ms, (int)o->iters);
+out:
+  gp_event_destroy(e0);
+  gp_event_destroy(e1);
+  free(ms);
+  return st;
+}
+
+static gp_dtype_t parse_dtype(const char *s) {
+  if (!strcmp(s, "f32")) return GP_F32;
+  if (!strcmp(s, "f16")) return GP_F16;
+  if (!strcmp(s, "bf16")) return GP_BF16;
+  fprintf(stderr, "gpuport bench: --dtype must be f32, f16 or bf16\n");
+  exit(2);
+}
+
+/* Device buffer of n elements of dtype filled with small values (0.01 * (i % 97 - 48)),
+ * so that sums stay finite and no denormal slow path is measured. */
+static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
+  size_t es = gp_dtype_size(t);
+  unsigned char *h = malloc(n * es);
+  if (!h) return GP_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) {
+    float v = 0.01f * (float)((int)(i % 97) - 48);
+    if (t == GP_F32) memcpy(h + i * 4, &v, 4);
+    if (t == GP_F16) ((gp_f16_t *)h)[i] = gp_f16_from_f32(v);
+    if (t == GP_BF16) ((gp_bf16_t *)h)[i] = gp_bf16_from_f32(v);
+  }
+  gp_status_t s = tool_upload(dev, h, n * es);
+  free(h);
+  return s;
+}
+
+static void result(const bench_opts_t *o, const char *kind, const char *shape, const char *dtype,
+                   double ms, const char *unit, double value, double anchor, double ratio) {
+  if (o->json) {
+    printf("%s\n    {\"bench\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"median_ms\": %.4f, "
+           "\"%s\": %.4f",
+           n_results ? "," : "", kind, shape, dtype, ms, unit, value);
+    if (anchor > 0) printf(", \"anchor_cblas_sgemm_tflops\": %.4f, \"ratio\": %.3f", anchor, ratio);
+    printf("}");
+  } else {
+    printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
+           !strcmp(unit, "tflops") ? "TFLOP/s" : "GB/s");
+    if (anchor > 0) printf("   anchor %.3f TFLOP/s, ratio %.2f", anchor, ratio);
+    printf("\n");
+  }
+  fflush(stdout);
+  n_results++;
+}
+
+/* ---- gemm ------------------------------------------------------------------------------ */
+
+typedef struct gemm_ctx {
+  int64_t m, n, k;
+  gp_dtype_t t;
+  void *a, *b, *c;
+} gemm_ctx_t;
+
+static gp_status_t run_gemm(void *p, gp_stream_t s) {
+  gemm_ctx_t *g = p;
+  return gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, g->m, g->n, g->k, 1.0f, g->a, g->t, g->k, g->b,
+                 g->t, g->n, 0.0f, g->c, g->t, g->n);
+}
+
+/* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
+static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t k) {
+  tool_sgemm_fn sgemm = tool_anchor_sgemm();
+  if (!sgemm) return 0;
+  float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
+  double *ms = calloc((size_t)o->iters, sizeof(double)), med = 0;
+  if (a && b && c && ms) {
+    for (int64_t i = 0; i < m * k; i++) a[i] = 0.01f * (float)(i % 97 - 48);
+    for (int64_t i = 0; i < k * n; i++) b[i] = 0.01f * (float)(i % 89 - 44);
+    for (int64_t i = 0; i < o->warmup; i++) sgemm((int)m, (int)n, (int)k, 1, a, (int)k, b, (int)n, 0, c, (int)n);
+    for (int64_t i = 0; i < o->iters; i++) {
+      double t0 = tool_now_ms();
+      sgemm((int)m, (int)n, (int)k, 1, a, (int)k, b, (int)n, 0, c, (int)n);
+      ms[i] = tool_now_ms() - t0;
+    }
+    med = tool_median(ms, (int)o->iters);
+  }
+  free(a), free(b), free(c), free(ms);
+  return med > 0 ? 2e-9 * (double)m * (double)n * (double)k / med : 0;
+}
+
+static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
+  /* Llama-3-8B projections (tokens x out x in): attention 4096^3, MLP 2048x4096x14336
+   * on GPUs; on the CPU the same aspect at a quarter of each size. */
+  int64_t gpu[2][3] = {{4096, 4096, 4096}, {2048, 4096, 14336}};
+  int64_t cpu[2][3] = {{1024, 1024, 1024}, {512, 1024, 3584}};
+  int64_t (*shapes)[3] = gp_backend() == GP_BACKEND_CPU ? cpu : gpu, custom[1][3] = {{o->m, o->n, o->k}};
+  int nshapes = 2;
+  if (o->m || o->n || o->k) {
+    if (!o->m || !o->n || !o->k) {
+      fprintf(stderr, "gpuport bench gemm: give all of --m, --n, --k\n");
+      return 2;
+    }
+    shapes = custom, nshapes = 1;
+  }
+  gp_dtype_t types[2] = {GP_BF16, GP_F32};
+  int ntypes = gp_backend() == GP_BACKEND_CPU ? 2 : 1;
+  if (o->dtype) types[0] = parse_dtype(o->dtype), ntypes = 1;
+  int rc = 0;
+  for (int i = 0; i < nshapes; i++) {
+    int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+    double anchor = anchor_tflops(o, m, n, k);
+    for (int j = 0; j < ntypes; j++) {
+      gemm_ctx_t g = {m, n, k, types[j], NULL, NULL, NULL};
+      char shape[64];
+      snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+      double ms = 0;
+      TOOL_TRY(filled(&g.a, g.t, (size_t)(m * k)));
+      TOOL_TRY(filled(&g.b, g.t, (size_t)(k * n)));
+      TOOL_TRY(gp_malloc(&g.c, (size_t)(m * n) * gp_dtype_size(g.t)));
+      TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
+      double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
+      result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, anchor, anchor > 0 ? tf / anchor : 0);
+    out:
+      gp_free(g.a), gp_free(g.b), gp_free(g.c);
+      if (rc) return rc;
+    }
+  }
+  return rc;
+}
+
+/* ---- attention -------------------------------------------------------------------------- */
+
+static gp_status_t run_attn(void *p, gp_stream_t s) { return gp_attention_fwd(s, p); }
+
+static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
+  bool cpu = gp_backend() == GP_BACKEND_CPU;
+  /* Llama-3-8B attention: 32 query heads, 8 KV heads, head_dim 128. */
+  int64_t batch = o->batch ? o->batch : cpu ? 1 : 4, seq = o->seqlen ? o->seqlen : cpu ? 512 : 4096;
+  int64_t hq = o->heads ? o->heads : 32, hkv = o->kv_heads ? o->kv_heads : (o->heads ? o->heads : 8);
+  int64_t d = o->hdim ? o->hdim : 128;
+  gp_dtype_t t = o->dtype ? parse_dtype(o->dtype) : GP_BF16;
+  int rc = 0;
+  for (int causal = 0; causal < 2; causal++) {
+    if (o->causal >= 0 && causal != o->causal) continue;
+    gp_attention_desc_t a;
+    gp_attention_desc_init(&a);
+    a.dtype = t, a.batch = batch, a.seqlen_q = a.seqlen_k = seq;
+    a.heads_q = hq, a.heads_kv = hkv, a.head_dim = d, a.causal = causal;
+    void *q = NULL, *k = NULL, *v = NULL, *out_o = NULL;
+    double ms = 0;
+    char shape[96];
+    snprintf(shape, sizeof shape, "b%lld s%lld h%lld/%lld d%lld%s", (long long)batch,
+             (long long)seq, (long long)hq, (long long)hkv, (long long)d, causal ? " causal" : "");
+    TOOL_TRY(filled(&q, t, (size_t)(batch * seq * hq * d)));
+    TOOL_TRY(filled(&k, t, (size_t)(batch * seq * hkv * d)));
+    TOOL_TRY(filled(&v, t, (size_t)(batch * seq * hkv * d)));
+    TOOL_TRY(gp_malloc(&out_o, (size_t)(batch * seq * hq * d) * gp_dtype_size(t)));
+    a.q = q, a.k = k, a.v = v, a.o = out_o;
+    TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
+    double flops = 4.0 * (double)batch * (double)hq * (double)seq * (double)seq * (double)d;
+    if (causal) flops /= 2;
+    result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+  out:
+    gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
+    if (rc) return rc;
+  }
+  return rc;
+}
+
+/* ---- memcpy ------------------------------------------------------------------------------ */
+
+typedef struct copy_ctx {
+  void *dst;
+  const void *src;
+  size_t bytes;
+} copy_ctx_t;
+
+static gp_status_t run_copy(void *p, gp_stream_t s) {
+  copy_ctx_t *c = p;
+  return gp_memcpy_async(c->dst, c->src, c->bytes, s);
+}
+
+static int bench_memcpy(const bench_opts_t *o, gp_stream_t s) {
+  size_t bytes = o->bytes ? (size_t)o->bytes : gp_backend() == GP_BACKEND_CPU ? (64u << 20) : (256u << 20);
+  void *pinned = NULL, *d1 = NULL, *d2 = NULL, *pageable = malloc(bytes);
+  int rc = 0;
+  if (!pageable) return 1;
+  memset(pageable, 1, bytes);
+  TOOL_TRY(gp_malloc_host(&pinned, bytes));
+  memset(pinned, 1, bytes);
+  TOOL_TRY(gp_malloc(&d1, bytes));
+  TOOL_TRY(gp_malloc(&d2, bytes));
+  TOOL_TRY(gp_memset(d1, 2, bytes));
+  struct {
+    const char *name;
+    copy_ctx_t c;
+  } runs[] = {{"H2D pinned", {d1, pinned, bytes}},
+              {"D2H pinned", {pinned, d1, bytes}},
+              {"D2D", {d2, d1, bytes}},
+              {"H2D pageable", {d1, pageable, bytes}},
+              {"D2H pageable", {pageable, d1, bytes}}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    char shape[64], sz[32];
+    tool_fmt_bytes(sz, sizeof sz, (double)bytes);
+    snprintf(shape, sizeof shape, "%s %s", runs[i].name, sz);
+    double ms = 0;
+    TOOL_TRY(time_runs(o, shape, run_copy, &runs[i].c, s, &ms));
+    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, 0, 0);
+  }
+out:
+  gp_free_host(pinned), gp_free(d1), gp_free(d2), free(pageable);
+  return rc;
+}
+
+/* ---- command line ----------------------------------------------------------------------- */
+
+static const char bench_usage[] =
+    "usage: gpuport bench gemm|attention|memcpy [options]\n"
+    "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
+    "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
+    "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
+    "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
+    "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
+    "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
+    "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
+    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n";
+
+int tool_bench(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help")) {
+    fputs(bench_usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  bool cpu = gp_backend() == GP_BACKEND_CPU;
+  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, NULL};
+  const char *what = argv[1];
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--json"))
+      o.json = true;
+    else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
+      o.dtype = argv[++i];
+    else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||
+               tool_arg_i64(argc, argv, &i, "--warmup", &o.warmup) ||
+               tool_arg_i64(argc, argv, &i, "--m", &o.m) || tool_arg_i64(argc, argv, &i, "--n", &o.n) ||
+               tool_arg_i64(argc, argv, &i, "--k", &o.k) ||
+               tool_arg_i64(argc, argv, &i, "--batch", &o.batch) ||
+               tool_arg_i64(argc, argv, &i, "--seqlen", &o.seqlen) ||
+               tool_arg_i64(argc, argv, &i, "--heads", &o.heads) ||
+               tool_arg_i64(argc, argv, &i, "--kv-heads", &o.kv_heads) ||
+               tool_arg_i64(argc, argv, &i, "--head-dim", &o.hdim) ||
+               tool_arg_i64(argc, argv, &i, "--causal", &o.causal) ||
+               tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes)))
+      return tool_bad_arg("bench", argv[i]);
+  }
+  if (o.iters < 1) o.iters = 1;
+  int (*fn)(const bench_opts_t *, gp_stream_t) = !strcmp(what, "gemm")        ? bench_gemm
+                                                 : !strcmp(what, "attention") ? bench_attention
+                                                 : !strcmp(what, "memcpy")    ? bench_memcpy
+                                                                              : NULL;
+  if (!fn) {
+    fprintf(stderr, "gpuport bench: unknown benchmark '%s'\n", what);
+    fputs(bench_usage, stderr);
+    return 2;
+  }
+  int rc = 0, dev = 0;
+  gp_stream_t s = NULL;
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  TOOL_TRY(gp_device_get(&dev));
+  TOOL_TRY(gp_device_get_props(&p, dev));
+  TOOL_TRY(gp_stream_create(&s));
+  if (o.json) {
+    printf("{\n  \"backend\": \"%s\", \"device\": ", gp_backend_name());
+    tool_json_str(p.name);
+    printf(", \"iters\": %lld, \"results\": [", (long long)o.iters);
+  } else {
+    printf("gpuport bench %s: backend %s, device %d (%s), median of %lld runs\n", what,
+           gp_backend_name(), dev, p.name, (long long)o.iters);
+  }
+  rc = fn(&o, s);
+  if (o.json) printf("\n  ]\n}\n");
+out:
+  gp_stream_destroy(s);
+  return rc;
+}

@@ -1,0 +1,62 @@
+/*
+ * tool.h - shared by the files of the `gpuport` program: subcommand entry points,
+ * checked gpuport calls, timing and small argument helpers.
+ */
+#ifndef GP_TOOL_H
+#define GP_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <gpuport.h>
+
+/* ---- subcommands (each returns the process exit status) -------------------------- */
+int tool_info(int argc, char **argv);
+int tool_selftest(int argc, char **argv);
+int tool_bench(int argc, char **argv);
+int tool_demo(int argc, char **argv);
+
+/* ---- checked calls ---------------------------------------------------------------- */
+/* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */
+void tool_report(const char *where, const char *expr, gp_status_t s);
+
+/* Evaluates a gpuport call; on failure reports it, sets `rc` to 1 and jumps to the
+ * enclosing function's `out:` label (which releases what was acquired). */
+#define TOOL_TRY(expr)                                                                   \
+  do {                                                                                   \
+    gp_status_t tool_s_ = (expr);                                                        \
+    if (tool_s_ != GP_SUCCESS) {                                                         \
+      tool_report(__func__, #expr, tool_s_);                                             \
+      rc = 1;                                                                            \
+      goto out;                                                                          \
+    }                                                                                    \
+  } while (0)
+
+/* ---- time and sizes --------------------------------------------------------------- */
+double tool_now_ms(void);                     /* monotonic clock, milliseconds */
+double tool_median(double *v, int n);         /* sorts v in place */
+void tool_fmt_bytes(char *buf, size_t len, double bytes); /* "15.6 GiB" */
+
+/* Prints s as a JSON string (quotes, backslashes escaped; control characters dropped). */
+void tool_json_str(const char *s);
+
+/* ---- arguments -------------------------------------------------------------------- */
+/* When argv[*i] is `name`, parses the next argument as an integer into *out, advances
+ * *i and returns true; exits with status 2 and a message when the value is missing. */
+bool tool_arg_i64(int argc, char **argv, int *i, const char *name, int64_t *out);
+bool tool_arg_u64(int argc, char **argv, int *i, const char *name, uint64_t *out);
+/* Prints "gpuport <cmd>: unknown option '<arg>'" and returns 2. */
+int tool_bad_arg(const char *cmd, const char *arg);
+
+/* ---- host mirrors of device data ------------------------------------------------------ */
+/* gp_malloc + gp_memcpy from host; *dev is NULL on failure. */
+gp_status_t tool_upload(void **dev, const void *host, size_t bytes);
+
+/* The anchor for CPU GEMM figures: OpenBLAS cblas_sgemm (row-major, no transposes),
+ * found in the process (the CPU library links OpenBLAS). NULL elsewhere. */
+typedef void (*tool_sgemm_fn)(int m, int n, int k, float alpha, const float *a, int lda,
+                              const float *b, int ldb, float beta, float *c, int ldc);
+tool_sgemm_fn tool_anchor_sgemm(void);
+
+#endif /* GP_TOOL_H */

@@ -1,0 +1,105 @@
+#!/bin/sh
+# gpu-check.sh OUTDIR - the checks that need an NVIDIA GPU, in one run.
+#
+# For a machine with a GPU, the CUDA toolkit and no Check library: builds the cuda
+# library and tool only (no test suites), then runs
+#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy --json
+# and writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the
+# build log to OUTDIR/build.txt, SASS instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt
+# when cuobjdump exists, and one line per step to OUTDIR/summary.txt.
+# Exit status: 0 when the build and every step succeeded.
+#
+# Environment: JOBS (parallel make jobs, default the core count), STEP_TIMEOUT
+# (seconds per step, default 300), MAKE_ARGS (extra make arguments, e.g. CUDA_GENCODE=...).
+set -u
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+OUT=$1
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+cd "$ROOT" || exit 2
+
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+SUMMARY=$OUT/summary.txt
+: > "$SUMMARY"
+status=0
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# The version the Makefile reads, from the one header.
+field() { sed -n "s/^#define GP_VERSION_$1 \([0-9]*\).*/\1/p" include/gpuport/version.h; }
+VERSION=$(field MAJOR).$(field MINOR).$(field PATCH)
+LIB=lib/libgpuport-cuda.so.$VERSION
+TOOL=bin/gpuport-cuda
+
+# ---- environment -----------------------------------------------------------------
+{
+  echo "gpuport $VERSION at $ROOT"
+  date -u '+%Y-%m-%dT%H:%M:%SZ'
+  uname -a
+  command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+} > "$OUT/environment.txt" 2>&1
+note "environment: $OUT/environment.txt"
+
+# ---- build: the library and the tool, no test suites ----------------------------------
+start=$(date +%s)
+# shellcheck disable=SC2086
+make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} "$LIB" "$TOOL" > "$OUT/build.txt" 2>&1
+rc=$?
+note "build: rc=$rc $(($(date +%s) - start))s ($(grep -c -i 'warning' "$OUT/build.txt") warning lines)"
+if [ $rc -ne 0 ]; then
+  tail -n 40 "$OUT/build.txt"
+  note "result: FAIL (build)"
+  exit 1
+fi
+
+# ---- the tool's checks ------------------------------------------------------------------
+# step NAME EXT ARGS...: runs the tool with ARGS, stdout to OUT/NAME.EXT.
+step() {
+  name=$1 ext=$2
+  shift 2
+  start=$(date +%s)
+  timeout "$STEP_TIMEOUT" "$TOOL" "$@" > "$OUT/$name.$ext" 2> "$OUT/$name.stderr.txt"
+  rc=$?
+  [ -s "$OUT/$name.stderr.txt" ] || rm -f "$OUT/$name.stderr.txt"
+  extra=""
+  [ $rc -eq 124 ] && extra=" (timed out after ${STEP_TIMEOUT}s)"
+  note "$name: rc=$rc $(($(date +%s) - start))s$extra -> $OUT/$name.$ext"
+  [ $rc -eq 0 ] || status=1
+}
+
+step info json info --json
+step selftest txt selftest
+step bench-gemm json bench gemm --json
+step bench-attention json bench attention --json
+step bench-memcpy json bench memcpy --json
+
+# ---- SASS: did the tensor-core paths compile to tensor-core instructions? --------------
+if command -v cuobjdump >/dev/null 2>&1; then
+  sass=$OUT/sass.txt
+  if cuobjdump -sass "$LIB" > "$OUT/sass-full.txt" 2>&1; then
+    {
+      for op in HMMA HGMMA IMMA LDSM UTMALDG; do
+        echo "$op: $(grep -c "$op" "$OUT/sass-full.txt")"
+      done
+      echo "per function (HMMA/HGMMA count):"
+      awk '/Function :/ { f = $3 } /HMMA|HGMMA/ { n[f]++ } END { for (f in n) print "  " f ": " n[f] }' \
+        "$OUT/sass-full.txt" | sort
+    } > "$sass"
+    command -v gzip >/dev/null 2>&1 && gzip -f "$OUT/sass-full.txt"
+    note "sass: $(head -n 2 "$sass" | tr '\n' ' ')-> $sass"
+  else
+    note "sass: cuobjdump -sass failed (see $OUT/sass-full.txt)"
+  fi
+else
+  note "sass: skipped, no cuobjdump"
+fi
+
+if [ $status -eq 0 ]; then note "result: PASS"; else note "result: FAIL"; fi
+exit $status
