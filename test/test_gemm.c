@@ -1,0 +1,601 @@
+/*
+ * test_gemm.c - gp_gemm, gp_gemm_strided_batched and gp_gemm_ex against the float64
+ * reference of tool/ref_gemm.c: every element within its worst-case bound and the
+ * relative norm within a statistical tolerance, outputs poisoned with NaN before each
+ * run (so every element is checked written), padding checked untouched.
+ *
+ * Inputs are fresh random values (never zero) from one seed per process, printed at
+ * the start; GP_TEST_SEED=<seed> replays a run. On the cpu backend each result test
+ * runs in three modes (loop index): 0 the default path (direct cblas_sgemm where it
+ * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
+ * kernel on the SIMT executor (GP_CPU_GEMM=portable); on GPU backends every mode runs
+ * the GPU kernel.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpuport.h>
+
+#include "gemm.h"
+#include "ref.h"
+#include "ref_gemm.h"
+
+static uint64_t g_seed;
+
+/* ---- one case ------------------------------------------------------------------------ */
+
+enum { API_GEMM = 0, API_BATCHED = 1, API_EX = 2 };
+enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_COUNT = 3 };
+
+typedef struct gemm_case {
+  gp_layout_t layout;
+  gp_op_t ta, tb;
+  int64_t m, n, k;
+  gp_dtype_t ab, c;
+  float alpha, beta;
+  int64_t pad_a, pad_b, pad_c;       /* leading dimensions above their minimum */
+  int64_t batch;                     /* 0 means 1 */
+  int64_t gap_a, gap_b, gap_c;       /* elements between consecutive matrices beyond one matrix */
+  bool bcast_a, bcast_b;             /* stride 0 */
+  gp_epilogue_t epi;
+  gp_dtype_t bias_type;
+  int api;
+  bool nan_ab;                       /* A and B all NaN (alpha == 0 must not read them) */
+  bool null_ab;                      /* A and B NULL (k == 0 or alpha == 0) */
+  bool use_stream;                   /* a created stream instead of the default one */
+  unsigned id;                       /* distinguishes the seeds of the cases of one test */
+} gemm_case_t;
+
+static const char *dt(gp_dtype_t t) { return gp_dtype_name(t); }
+
+static void describe(const gemm_case_t *cs, char *buf, size_t len) {
+  snprintf(buf, len,
+           "%s-major %s%s m=%lld n=%lld k=%lld %s->%s alpha=%g beta=%g pads=%lld,%lld,%lld "
+           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d (GP_TEST_SEED=0x%llx)",
+           cs->layout == GP_ROW_MAJOR ? "row" : "col", cs->ta == GP_OP_T ? "T" : "N",
+           cs->tb == GP_OP_T ? "T" : "N", (long long)cs->m, (long long)cs->n, (long long)cs->k,
+           dt(cs->ab), dt(cs->c), (double)cs->alpha, (double)cs->beta, (long long)cs->pad_a,
+           (long long)cs->pad_b, (long long)cs->pad_c, (long long)cs->batch, cs->bcast_a,
+           cs->bcast_b, (int)cs->epi, dt(cs->bias_type), cs->api, cs->nan_ab, cs->null_ab,
+           (unsigned long long)g_seed);
+}
+
+static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
+
+/* Elements spanned by a rows x cols operand stored with leading dimension ld. */
+static int64_t span(int64_t rows, int64_t cols, int64_t ld, bool row_major) {
+  int64_t outer = row_major ? rows : cols, inner = row_major ? cols : rows;
+  if (outer == 0 || inner == 0) return 0;
+  return (outer - 1) * ld + inner;
+}
+
+static void *dev_alloc_copy(const void *host, size_t bytes) {
+  void *d = NULL;
+  if (bytes == 0) return NULL;
+  ck_assert_int_eq(gp_malloc(&d, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(d, host, bytes), GP_SUCCESS);
+  return d;
+}
+
+static void set_mode(int mode) {
+  gp__gemm_set_cpu_mode(mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
+                        : mode == MODE_PACKED ? GP__GEMM_CPU_PACKED
+                                              : GP__GEMM_CPU_DEFAULT);
+}
+
+static void run_case(const gemm_case_t *cs) {
+  char what[512];
+  describe(cs, what, sizeof what);
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ (0x9e3779b97f4a7c15ull * (cs->id + 1)));
+
+  const bool row = cs->layout == GP_ROW_MAJOR;
+  const bool ta = cs->ta == GP_OP_T, tb = cs->tb == GP_OP_T;
+  const int64_t batch = cs->batch > 0 ? cs->batch : 1;
+  const int64_t a_rows = ta ? cs->k : cs->m, a_cols = ta ? cs->m : cs->k;
+  const int64_t b_rows = tb ? cs->n : cs->k, b_cols = tb ? cs->k : cs->n;
+  const int64_t lda = max1(row ? a_cols : a_rows) + cs->pad_a;
+  const int64_t ldb = max1(row ? b_cols : b_rows) + cs->pad_b;
+  const int64_t ldc = max1(row ? cs->n : cs->m) + cs->pad_c;
+  const int64_t a1 = span(a_rows, a_cols, lda, row), b1 = span(b_rows, b_cols, ldb, row);
+  const int64_t c1 = span(cs->m, cs->n, ldc, row);
+  const int64_t sa = cs->bcast_a ? 0 : a1 + cs->gap_a, sb = cs->bcast_b ? 0 : b1 + cs->gap_b;
+  const int64_t sc = c1 + cs->gap_c;
+  const size_t na = (size_t)((batch - 1) * sa + a1), nb = (size_t)((batch - 1) * sb + b1);
+  const size_t nc = (size_t)((batch - 1) * sc + c1);
+  const size_t ea = gp_dtype_size(cs->ab), ec = gp_dtype_size(cs->c);
+
+  void *ha = malloc(na * ea + 1), *hb = malloc(nb * ea + 1), *hc = malloc(nc * ec + 1);
+  void *hgot = malloc(nc * ec + 1);
+  double *ref = malloc(nc * sizeof(double) + 1), *bound = malloc(nc * sizeof(double) + 1);
+  ck_assert(ha && hb && hc && hgot && ref && bound);
+  if (cs->nan_ab) {
+    gp_ref_poison(ha, cs->ab, na);
+    gp_ref_poison(hb, cs->ab, nb);
+  } else {
+    gp_ref_fill(ha, cs->ab, na, &rng, -1.0, 1.0);
+    gp_ref_fill(hb, cs->ab, nb, &rng, -1.0, 1.0);
+  }
+  if (cs->beta == 0.0f)
+    gp_ref_poison(hc, cs->c, nc); /* not read; every element of the windows must be written */
+  else
+    gp_ref_fill(hc, cs->c, nc, &rng, -1.0, 1.0);
+  const bool has_bias = cs->epi != GP_EPILOGUE_NONE;
+  const size_t eb = gp_dtype_size(cs->bias_type);
+  void *hbias = malloc((size_t)cs->n * eb + 1);
+  ck_assert(hbias != NULL);
+  if (has_bias) gp_ref_fill(hbias, cs->bias_type, (size_t)cs->n, &rng, -1.0, 1.0);
+
+  void *da = cs->null_ab ? NULL : dev_alloc_copy(ha, na * ea);
+  void *db = cs->null_ab ? NULL : dev_alloc_copy(hb, nb * ea);
+  void *dc = dev_alloc_copy(hc, nc * ec);
+  void *dbias = has_bias ? dev_alloc_copy(hbias, (size_t)cs->n * eb) : NULL;
+  gp_stream_t stream = NULL;
+  if (cs->use_stream) ck_assert_int_eq(gp_stream_create(&stream), GP_SUCCESS);
+
+  gp_status_t st;
+  if (cs->api == API_GEMM) {
+    ck_assert(batch == 1 && !has_bias);
+    st = gp_gemm(stream, cs->layout, cs->ta, cs->tb, cs->m, cs->n, cs->k, cs->alpha, da, cs->ab,
+                 lda, db, cs->ab, ldb, cs->beta, dc, cs->c, ldc);
+  } else if (cs->api == API_BATCHED) {
+    ck_assert(!has_bias);
+    st = gp_gemm_strided_batched(stream, cs->layout, cs->ta, cs->tb, cs->m, cs->n, cs->k,
+                                 cs->alpha, da, cs->ab, lda, db, cs->ab, ldb, cs->beta, dc, cs->c,
+                                 ldc, batch, sa, sb, sc);
+  } else {
+    gp_gemm_desc_t d;
+    gp_gemm_desc_init(&d);
+    d.layout = cs->layout; d.transa = cs->ta; d.transb = cs->tb;
+    d.m = cs->m; d.n = cs->n; d.k = cs->k; d.alpha = cs->alpha; d.beta = cs->beta;
+    d.a = da; d.a_type = cs->ab; d.lda = lda;
+    d.b = db; d.b_type = cs->ab; d.ldb = ldb;
+    d.c = dc; d.c_type = cs->c; d.ldc = ldc;
+    d.batch = batch; d.stride_a = sa; d.stride_b = sb; d.stride_c = sc;
+    d.epilogue = cs->epi; d.bias = dbias; d.bias_type = cs->bias_type;
+    st = gp_gemm_ex(stream, &d);
+  }
+  ck_assert_msg(st == GP_SUCCESS, "%s: %s (%s)", what, gp_status_name(st), gp_last_error_message());
+  ck_assert_int_eq(gp_stream_synchronize(stream), GP_SUCCESS);
+  if (nc) ck_assert_int_eq(gp_memcpy(hgot, dc, nc * ec), GP_SUCCESS);
+
+  /* Reference: untouched everywhere, then each batch entry's window. */
+  gp_ref_gemm_untouched(hc, cs->c, nc, ref, bound);
+  for (int64_t z = 0; z < batch && c1 > 0; z++) {
+    gp_ref_gemm_t g = {
+        .layout = cs->layout, .transa = cs->ta, .transb = cs->tb, .m = cs->m, .n = cs->n,
+        .k = cs->alpha == 0.0f ? 0 : cs->k, .alpha = cs->alpha,
+        .a = (const char *)ha + (size_t)(z * sa) * ea, .a_type = cs->ab, .lda = lda,
+        .b = (const char *)hb + (size_t)(z * sb) * ea, .b_type = cs->ab, .ldb = ldb,
+        .beta = cs->beta, .c = (const char *)hc + (size_t)(z * sc) * ec, .c_type = cs->c,
+        .ldc = ldc, .epilogue = cs->epi, .bias = hbias, .bias_type = cs->bias_type};
+    gp_ref_gemm(&g, ref + z * sc, bound + z * sc);
+  }
+  gp_ref_cmp_t cmp;
+  gp_ref_compare(&cmp, hgot, cs->c, ref, bound, 0.0, nc);
+  char res[256];
+  gp_ref_cmp_format(&cmp, res, sizeof res);
+  ck_assert_msg(cmp.n_bad == 0, "%s: %s", what, res);
+  /* Relative norm over the windows (the positions with a nonzero bound). A statistical
+   * check: with a handful of elements one cancelling sum dominates it, so it applies from
+   * 64 output elements on (the element-wise bound covers every size). */
+  double num = 0.0, den = 0.0;
+  size_t nwin = 0;
+  for (size_t i = 0; i < nc; i++) {
+    if (bound[i] == 0.0) continue;
+    double e = gp_ref_load(hgot, cs->c, i) - ref[i];
+    num += e * e;
+    den += ref[i] * ref[i];
+    nwin++;
+  }
+  const double rel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+  const double tol = gp_ref_gemm_rel_tol(cs->k, cs->c);
+  ck_assert_msg(nwin < 64 || rel <= tol, "%s: relative norm error %.3g above %.3g", what, rel, tol);
+
+  if (stream) ck_assert_int_eq(gp_stream_destroy(stream), GP_SUCCESS);
+  gp_free(da);
+  gp_free(db);
+  gp_free(dc);
+  gp_free(dbias);
+  free(ha);
+  free(hb);
+  free(hc);
+  free(hgot);
+  free(ref);
+  free(bound);
+  free(hbias);
+}
+
+static gemm_case_t base_case(void) {
+  gemm_case_t cs;
+  memset(&cs, 0, sizeof cs);
+  cs.layout = GP_ROW_MAJOR;
+  cs.ta = cs.tb = GP_OP_N;
+  cs.m = 67; cs.n = 45; cs.k = 93;
+  cs.ab = cs.c = cs.bias_type = GP_F32;
+  cs.alpha = 0.75f; cs.beta = 0.5f;
+  cs.api = API_GEMM;
+  return cs;
+}
+
+static const struct { gp_dtype_t ab, c; } k_types[] = {
+    {GP_F32, GP_F32}, {GP_F16, GP_F16}, {GP_F16, GP_F32}, {GP_BF16, GP_BF16}, {GP_BF16, GP_F32}};
+#define N_TYPES (sizeof k_types / sizeof k_types[0])
+
+/* ---- result tests (loop index = mode) ---------------------------------------------- */
+
+/* Every type combination x layout x transposes, at a shape no tile divides, leading
+ * dimensions above the minimum; beta != 0 (C read) and beta == 0 (C poisoned). */
+START_TEST(test_types_layouts_ops) {
+  set_mode(_i);
+  unsigned id = 0;
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (int l = 0; l < 2; l++)
+      for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+          gemm_case_t cs = base_case();
+          cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+          cs.layout = l ? GP_COL_MAJOR : GP_ROW_MAJOR;
+          cs.ta = a ? GP_OP_T : GP_OP_N; cs.tb = b ? GP_OP_T : GP_OP_N;
+          cs.pad_a = 3; cs.pad_b = 5; cs.pad_c = 2;
+          cs.beta = (a ^ b) ? 0.0f : -1.25f;
+          cs.id = id++;
+          run_case(&cs);
+        }
+}
+END_TEST
+
+/* m, n, k in {0, 1} and small, with beta 0 and not, both layouts. */
+START_TEST(test_small_and_empty) {
+  set_mode(_i);
+  const int64_t ext[] = {0, 1, 2, 17};
+  unsigned id = 100;
+  for (int l = 0; l < 2; l++)
+    for (size_t mi = 0; mi < 4; mi++)
+      for (size_t ni = 0; ni < 4; ni++)
+        for (size_t ki = 0; ki < 4; ki++) {
+          gemm_case_t cs = base_case();
+          cs.layout = l ? GP_COL_MAJOR : GP_ROW_MAJOR;
+          cs.m = ext[mi]; cs.n = ext[ni]; cs.k = ext[ki];
+          cs.ta = (mi + ki) & 1 ? GP_OP_T : GP_OP_N;
+          cs.tb = (ni + ki) & 2 ? GP_OP_T : GP_OP_N;
+          cs.ab = k_types[(mi + ni + ki) % N_TYPES].ab;
+          cs.c = k_types[(mi + ni + ki) % N_TYPES].c;
+          cs.beta = (mi + ni) & 1 ? 0.0f : 2.0f;
+          cs.pad_c = 1;
+          cs.null_ab = cs.k == 0;
+          cs.id = id++;
+          run_case(&cs);
+        }
+}
+END_TEST
+
+/* k == 0 scales C by beta (zeros for beta == 0); alpha == 0 reads neither A nor B (NaN
+ * there must not reach C); beta == 1 with k == 0 leaves C as it was. */
+START_TEST(test_k0_alpha0) {
+  set_mode(_i);
+  unsigned id = 300;
+  const float betas[] = {0.0f, 1.0f, -0.5f};
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (size_t bi = 0; bi < 3; bi++)
+      for (int which = 0; which < 3; which++) {
+        gemm_case_t cs = base_case();
+        cs.m = 13; cs.n = 9;
+        cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+        cs.beta = betas[bi];
+        cs.layout = which & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+        if (which == 0) { cs.k = 0; cs.null_ab = true; }
+        if (which == 1) { cs.k = 7; cs.alpha = 0.0f; cs.nan_ab = true; }
+        if (which == 2) { cs.k = 0; cs.alpha = 0.0f; cs.null_ab = true; }
+        cs.id = id++;
+        run_case(&cs);
+      }
+}
+END_TEST
+
+/* Strided batches: gaps between matrices, broadcast A or B (stride 0), both layouts. */
+START_TEST(test_batched) {
+  set_mode(_i);
+  unsigned id = 400;
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (int v = 0; v < 4; v++) {
+      gemm_case_t cs = base_case();
+      cs.api = v == 3 ? API_EX : API_BATCHED;
+      cs.m = 19; cs.n = 23; cs.k = 29;
+      cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+      cs.layout = v & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+      cs.ta = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.tb = v & 1 ? GP_OP_T : GP_OP_N;
+      cs.batch = 3;
+      cs.gap_a = 5; cs.gap_b = 1; cs.gap_c = 7;
+      cs.bcast_a = v == 1; cs.bcast_b = v == 2;
+      cs.pad_a = 1; cs.pad_c = 3;
+      cs.beta = v & 1 ? 0.0f : 0.25f;
+      cs.use_stream = v == 2;
+      cs.id = id++;
+      run_case(&cs);
+    }
+}
+END_TEST
+
+/* Epilogues: each form, bias in f32 and in c_type, both layouts, beta 0 and not. */
+START_TEST(test_epilogues) {
+  set_mode(_i);
+  unsigned id = 500;
+  const gp_epilogue_t epis[] = {GP_EPILOGUE_BIAS, GP_EPILOGUE_BIAS_RELU, GP_EPILOGUE_BIAS_GELU,
+                                GP_EPILOGUE_BIAS_GELU_TANH};
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (size_t e = 0; e < 4; e++)
+      for (int v = 0; v < 2; v++) {
+        gemm_case_t cs = base_case();
+        cs.api = API_EX;
+        cs.m = 33; cs.n = 21; cs.k = 40;
+        cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+        cs.epi = epis[e];
+        cs.bias_type = v ? cs.c : GP_F32;
+        cs.layout = (e + v) & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+        cs.ta = v ? GP_OP_T : GP_OP_N;
+        cs.alpha = 2.0f;
+        cs.beta = v ? 0.0f : 1.0f;
+        cs.batch = e == 3 ? 2 : 1;
+        cs.id = id++;
+        run_case(&cs);
+      }
+  /* An epilogue with k == 0: epi(beta * C). */
+  gemm_case_t cs = base_case();
+  cs.api = API_EX; cs.k = 0; cs.null_ab = true; cs.epi = GP_EPILOGUE_BIAS_GELU; cs.id = id++;
+  run_case(&cs);
+}
+END_TEST
+
+/* ---- cpu-only paths ------------------------------------------------------------------- */
+
+/* Larger shapes: the direct cblas_sgemm (f32) and, for the packed path, several
+ * 256-wide tiles in m and k (k panels accumulated in f32). */
+START_TEST(test_larger) {
+  unsigned id = 600;
+  for (int v = 0; v < 3; v++) {
+    gemm_case_t cs = base_case();
+    cs.m = 300; cs.n = 20; cs.k = 600;
+    cs.ab = k_types[v * 2 % N_TYPES].ab; cs.c = k_types[v * 2 % N_TYPES].c;
+    cs.layout = v & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+    cs.ta = v == 2 ? GP_OP_T : GP_OP_N;
+    cs.tb = v == 1 ? GP_OP_T : GP_OP_N;
+    cs.pad_a = 4;
+    cs.beta = v == 1 ? 0.0f : 0.5f;
+    cs.id = id++;
+    gp__gemm_set_cpu_mode(v == 0 ? GP__GEMM_CPU_DEFAULT : GP__GEMM_CPU_PACKED);
+    run_case(&cs);
+  }
+#ifdef GP_BUILD_CPU
+  /* Extents beyond the BLAS integer limit are split, not truncated: lower the limit so
+   * small sizes take that path. */
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_DEFAULT);
+  gp__gemm_cpu_set_blas_limit(40);
+  gemm_case_t cs = base_case();
+  cs.m = 70; cs.n = 50; cs.k = 300; cs.pad_a = 2; cs.id = id++;
+  run_case(&cs);
+  gp__gemm_cpu_set_blas_limit(0);
+#endif
+}
+END_TEST
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+#define EXPECT_FAIL(call, status, text)                                                     \
+  do {                                                                                      \
+    gp_status_t s_ = (call);                                                                \
+    ck_assert_msg(s_ == (status), "%s returned %s, expected %s (%s)", #call,                \
+                  gp_status_name(s_), gp_status_name(status), gp_last_error_message());     \
+    ck_assert_msg(strstr(gp_last_error_message(), (text)) != NULL,                          \
+                  "message of %s lacks \"%s\": %s", #call, (text), gp_last_error_message()); \
+  } while (0)
+
+START_TEST(test_errors) {
+  float *a = NULL, *b = NULL, *c = NULL;
+  ck_assert_int_eq(gp_malloc((void **)&a, 64 * 64 * 4), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&b, 64 * 64 * 4), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&c, 64 * 64 * 4), GP_SUCCESS);
+  const gp_layout_t R = GP_ROW_MAJOR, C = GP_COL_MAJOR;
+  const gp_op_t N = GP_OP_N, T = GP_OP_T;
+
+  /* Sizes. */
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, -1, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'m'");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, -2, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'n'");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, -3, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'k'");
+  /* Leading dimensions, every CBLAS minimum. */
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 5, 6, 1, a, GP_F32, 5, b, GP_F32, 5, 0, c, GP_F32, 5),
+              GP_ERROR_INVALID_VALUE, "'lda' (5) is below its minimum 6");
+  EXPECT_FAIL(gp_gemm(NULL, R, T, N, 4, 5, 6, 1, a, GP_F32, 3, b, GP_F32, 5, 0, c, GP_F32, 5),
+              GP_ERROR_INVALID_VALUE, "'lda' (3) is below its minimum 4");
+  EXPECT_FAIL(gp_gemm(NULL, C, N, N, 4, 5, 6, 1, a, GP_F32, 3, b, GP_F32, 6, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'lda' (3) is below its minimum 4");
+  EXPECT_FAIL(gp_gemm(NULL, C, T, N, 4, 5, 6, 1, a, GP_F32, 5, b, GP_F32, 6, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'lda' (5) is below its minimum 6");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 5, 6, 1, a, GP_F32, 6, b, GP_F32, 4, 0, c, GP_F32, 5),
+              GP_ERROR_INVALID_VALUE, "'ldb' (4) is below its minimum 5");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, T, 4, 5, 6, 1, a, GP_F32, 6, b, GP_F32, 5, 0, c, GP_F32, 5),
+              GP_ERROR_INVALID_VALUE, "'ldb' (5) is below its minimum 6");
+  EXPECT_FAIL(gp_gemm(NULL, C, N, N, 4, 5, 6, 1, a, GP_F32, 4, b, GP_F32, 5, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'ldb' (5) is below its minimum 6");
+  EXPECT_FAIL(gp_gemm(NULL, C, N, T, 4, 5, 6, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'ldb' (4) is below its minimum 5");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 5, 6, 1, a, GP_F32, 6, b, GP_F32, 5, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'ldc' (4) is below its minimum 5");
+  EXPECT_FAIL(gp_gemm(NULL, C, N, N, 4, 5, 6, 1, a, GP_F32, 4, b, GP_F32, 6, 0, c, GP_F32, 3),
+              GP_ERROR_INVALID_VALUE, "'ldc' (3) is below its minimum 4");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 0, 0, 0, 1, a, GP_F32, 0, b, GP_F32, 1, 0, c, GP_F32, 1),
+              GP_ERROR_INVALID_VALUE, "'lda' (0) is below its minimum 1");
+  /* Layout and ops. */
+  EXPECT_FAIL(gp_gemm(NULL, (gp_layout_t)7, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'layout'");
+  EXPECT_FAIL(gp_gemm(NULL, R, (gp_op_t)0, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'transa'");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, (gp_op_t)113, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'transb'");
+  /* NULL operands with a non-empty product. */
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, NULL, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'a' is NULL");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, NULL, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'b' is NULL");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 0, 1, NULL, GP_F32, 1, NULL, GP_F32, 4, 0, NULL, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'c' is NULL");
+  /* Empty outputs: C may be anything; A and B may be NULL when k == 0. */
+  ck_assert_int_eq(gp_gemm(NULL, R, N, N, 0, 4, 4, 1, NULL, GP_F32, 4, NULL, GP_F32, 4, 0, NULL, GP_F32, 4),
+                   GP_SUCCESS);
+  ck_assert_int_eq(gp_gemm(NULL, C, N, N, 4, 0, 4, 1, NULL, GP_F32, 4, NULL, GP_F32, 4, 0, NULL, GP_F32, 4),
+                   GP_SUCCESS);
+  /* Types. */
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F64, 4, b, GP_F64, 4, 0, c, GP_F64, 4),
+              GP_ERROR_NOT_SUPPORTED, "a_type f64");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_I8, 4, b, GP_I8, 4, 0, c, GP_I32, 4),
+              GP_ERROR_NOT_SUPPORTED, "a_type i8");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F16, 4, b, GP_BF16, 4, 0, c, GP_F32, 4),
+              GP_ERROR_NOT_SUPPORTED, "b_type bf16 differs from a_type f16");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F16, 4, b, GP_F16, 4, 0, c, GP_BF16, 4),
+              GP_ERROR_NOT_SUPPORTED, "c_type bf16");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F16, 4),
+              GP_ERROR_NOT_SUPPORTED, "c_type f16");
+  /* Batches. */
+  EXPECT_FAIL(gp_gemm_strided_batched(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c,
+                                      GP_F32, 4, -1, 16, 16, 16),
+              GP_ERROR_INVALID_VALUE, "'batch'");
+  EXPECT_FAIL(gp_gemm_strided_batched(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c,
+                                      GP_F32, 4, 2, -16, 16, 16),
+              GP_ERROR_INVALID_VALUE, "'stride_a'");
+  EXPECT_FAIL(gp_gemm_strided_batched(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c,
+                                      GP_F32, 4, 2, 16, 16, 0),
+              GP_ERROR_INVALID_VALUE, "'stride_c' is 0");
+  ck_assert_int_eq(gp_gemm_strided_batched(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0,
+                                           c, GP_F32, 4, 0, 16, 16, 0),
+                   GP_SUCCESS);
+  /* gp_gemm_ex: descriptor, compute mode, epilogue. */
+  EXPECT_FAIL(gp_gemm_ex(NULL, NULL), GP_ERROR_INVALID_VALUE, "'desc' is NULL");
+  gp_gemm_desc_t d;
+  gp_gemm_desc_init(&d);
+  d.m = d.n = d.k = 4; d.lda = d.ldb = d.ldc = 4; d.a = a; d.b = b; d.c = c;
+  ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
+  gp_gemm_desc_t e = d;
+  e.struct_size = 16;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "struct_size");
+  e = d; e.compute = GP_COMPUTE_TF32;
+  ck_assert_int_eq(gp_gemm_ex(NULL, &e), GP_SUCCESS);
+  e.a_type = e.b_type = GP_F16;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_NOT_SUPPORTED, "TF32");
+  e = d; e.compute = (gp_compute_t)9;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "'compute'");
+  e = d; e.epilogue = GP_EPILOGUE_BIAS_RELU;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "'bias' is NULL");
+  e.bias = a; e.bias_type = GP_F16;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "bias_type f16");
+  e.bias_type = GP_F32;
+  ck_assert_int_eq(gp_gemm_ex(NULL, &e), GP_SUCCESS);
+  e.epilogue = (gp_epilogue_t)42;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "'epilogue'");
+  /* Operands past the end of their allocation (gpuport knows its own allocations). */
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 64, 64, 64, 1, a, GP_F32, 65, b, GP_F32, 64, 0, c, GP_F32, 64),
+              GP_ERROR_INVALID_VALUE, "'a'");
+  /* Address arithmetic that overflows. */
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, INT64_MAX / 2, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "extent of A");
+  /* Streams. */
+  gp_stream_t s;
+  ck_assert_int_eq(gp_stream_create(&s), GP_SUCCESS);
+  ck_assert_int_eq(gp_stream_destroy(s), GP_SUCCESS);
+  EXPECT_FAIL(gp_gemm(s, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_HANDLE, "");
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  gp_free(a);
+  gp_free(b);
+  gp_free(c);
+}
+END_TEST
+
+/* Work is enqueued, not run inline: a chain of dependent GEMMs on one stream (after an
+ * async copy) completes in order by gp_stream_synchronize. X <- X (2 I), ten times,
+ * alternating buffers, gives 2^10 I exactly. */
+START_TEST(test_stream_order) {
+  set_mode(_i);
+  gp_stream_t s;
+  ck_assert_int_eq(gp_stream_create(&s), GP_SUCCESS);
+  const int64_t n = 24;
+  const size_t bytes = (size_t)(n * n) * sizeof(float);
+  float *h = malloc(bytes), *two = malloc(bytes), *d0, *d1, *dtwo;
+  for (int64_t i = 0; i < n * n; i++) {
+    h[i] = (i % (n + 1) == 0) ? 1.0f : 0.0f;
+    two[i] = 2.0f * h[i];
+  }
+  ck_assert_int_eq(gp_malloc((void **)&d0, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&d1, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&dtwo, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(dtwo, two, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy_async(d0, h, bytes, s), GP_SUCCESS);
+  for (int r = 0; r < 10; r++) {
+    float *src = r & 1 ? d1 : d0, *dst = r & 1 ? d0 : d1;
+    ck_assert_int_eq(gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, n, n, n, 1.0f, src, GP_F32, n,
+                             dtwo, GP_F32, n, 0.0f, dst, GP_F32, n),
+                     GP_SUCCESS);
+  }
+  ck_assert_int_eq(gp_stream_synchronize(s), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(h, d0, bytes), GP_SUCCESS);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++)
+      ck_assert_msg(h[i * n + j] == (i == j ? 1024.0f : 0.0f), "(%lld,%lld) = %g", (long long)i,
+                    (long long)j, (double)h[i * n + j]);
+  gp_free(d0);
+  gp_free(d1);
+  gp_free(dtwo);
+  free(h);
+  free(two);
+  ck_assert_int_eq(gp_stream_destroy(s), GP_SUCCESS);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------------------ */
+
+static Suite *gemm_suite(void) {
+  Suite *s = suite_create("gemm");
+  TCase *tc = tcase_create("results");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_types_layouts_ops, 0, MODE_COUNT);
+  tcase_add_loop_test(tc, test_small_and_empty, 0, MODE_COUNT);
+  tcase_add_loop_test(tc, test_k0_alpha0, 0, MODE_COUNT);
+  tcase_add_loop_test(tc, test_batched, 0, MODE_COUNT);
+  tcase_add_loop_test(tc, test_epilogues, 0, MODE_COUNT);
+  tcase_add_loop_test(tc, test_stream_order, 0, MODE_COUNT);
+  tcase_add_test(tc, test_larger);
+  suite_add_tcase(s, tc);
+  TCase *te = tcase_create("errors");
+  tcase_add_test(te, test_errors);
+  suite_add_tcase(s, te);
+  return s;
+}
+
+int main(void) {
+  g_seed = gp_ref_default_seed();
+  printf("test_gemm: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n", (unsigned long long)g_seed,
+         (unsigned long long)g_seed);
+  fflush(stdout);
+  SRunner *sr = srunner_create(gemm_suite());
+  if (gp_backend() != GP_BACKEND_CPU) {
+    /* The GPU runtimes are undefined after fork: run in one process, and skip (exit 77,
+     * automake's convention) when no device answers. */
+    srunner_set_fork_status(sr, CK_NOFORK);
+    int n = 0;
+    if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
+      printf("test_gemm: no %s device: skipped\n", gp_backend_name());
+      srunner_free(sr);
+      return 77;
+    }
+  }
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
