@@ -1,0 +1,477 @@
+/*
+ * test_attention.c - gp_attention_fwd against the float64 reference (tool/ref_attention.h).
+ *
+ * Every case draws fresh inputs (uniform in [-1, 1), never zero) from the seed printed
+ * at start (replay with GP_TEST_SEED=<seed>), poisons o and lse with NaN, runs the call,
+ * and checks every output element against its bound, the relative norm of the error,
+ * every lse value, and that elements of o outside the output (stride gaps) are untouched.
+ * On the cpu backend every case runs three ways: the host implementation, the portable
+ * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
+ * CUDA), and a width-64 build of the same kernel (as HIP runs it; test/kernels/
+ * attention_w64.cu) through the internal gp__attention_fwd_kernel().
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpuport.h>
+
+#include "attention_impl.h"
+#include "ref.h"
+#include "ref_attention.h"
+
+#if defined(GP_BUILD_CPU)
+GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
+#endif
+
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2 };
+static const char *const mode_names[] = {"host", "portable", "warp64"};
+
+static uint64_t g_seed;
+
+enum layout {
+  L_DEFAULT = 0, /* [batch, seq, heads, dim] */
+  L_QKV = 1,     /* q, k, v slices of one packed [batch, seq, hq + 2 hkv, dim] tensor; o padded */
+  L_BHSD = 2     /* [batch, heads, seq, dim] for q, k, v and o */
+};
+
+typedef struct acase {
+  const char *name;
+  gp_dtype_t dtype;
+  int64_t batch, sq, sk, hq, hkv, d, dv;
+  int causal;
+  int64_t wl, wr;
+  int layout;
+  int lse;
+  float scale;
+  int portable;             /* also run on the executor */
+  const int32_t *lens_q;    /* varlen: per-sequence lengths (batch of them), else NULL */
+  const int32_t *lens_k;
+  int own_stream;           /* a created stream with asynchronous copies */
+} acase_t;
+
+static const int32_t vq1[] = {17, 64, 1}, vk1[] = {40, 5, 33};
+static const int32_t vq2[] = {50, 13}, vk2[] = {50, 100};
+static const int32_t vq3[] = {9, 1, 30, 16}, vk3[] = {12, 31, 2, 16};
+
+#define NOWIN -1, -1
+static const acase_t cases[] = {
+    /* name                        dtype    b  sq   sk  hq hkv  d    dv c  window   layout    lse scale port */
+    {"f32 d64 113x203",            GP_F32,  2, 113, 203, 4, 4, 64,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d64 113x203 gqa causal", GP_F16,  2, 113, 203, 4, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 1},
+    {"bf16 d128 128x217 mqa causal", GP_BF16, 1, 128, 217, 4, 1, 128, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d32 64x33 causal sq>sk", GP_F16,  2, 64,  33,  2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f32 d96 1x1",                GP_F32,  3, 1,   1,   2, 2, 96,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d256 64x97 window",      GP_F16,  1, 64,  97,  2, 1, 256, 0, 0, 16, 8,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"bf16 d40 113x203 causal+win", GP_BF16, 2, 113, 203, 2, 2, 40, 0, 1, 32, -1,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f32 d72 128x217 right win",  GP_F32,  1, 128, 217, 3, 1, 72,  0, 0, -1, 4,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d96/48 128x217",         GP_F16,  1, 128, 217, 2, 2, 96,  48, 0, NOWIN,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"bf16 d256 1x1 diag",         GP_BF16, 2, 1,   1,   2, 1, 256, 0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f32 d256 64x33 scale",       GP_F32,  1, 64,  33,  2, 2, 256, 0, 0, NOWIN,   L_DEFAULT, 1, 0.3f, 1, NULL, NULL, 0},
+    {"f16 d64 113x203 diag band",  GP_F16,  1, 113, 203, 2, 2, 64,  0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f32 d32 64x33 band sq>sk",   GP_F32,  1, 64,  33,  2, 2, 32,  0, 0, 3, 2,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"bf16 d64 33x96 causal sq<sk", GP_BF16, 2, 33, 96,  2, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d64 varlen causal",      GP_F16,  3, 64,  40,  2, 1, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, vq1, vk1, 0},
+    {"bf16 d128 varlen gqa window", GP_BF16, 2, 50, 100, 4, 2, 128, 0, 0, 8, 8,    L_DEFAULT, 1, 0, 1, vq2, vk2, 1},
+    {"f32 d72 varlen",             GP_F32,  4, 30,  31,  2, 2, 72,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, vq3, vk3, 0},
+    {"f16 d64 qkv-packed causal",  GP_F16,  2, 96,  96,  4, 2, 64,  0, 1, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 0},
+    {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1},
+    {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0},
+    {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static int have_device(void) {
+  int n = 0;
+  return gp_device_count(&n) == GP_SUCCESS && n > 0;
+}
+
+static void *dev_upload(const void *host, size_t bytes, gp_stream_t s, int async) {
+  void *p = NULL;
+  ck_assert_int_eq(gp_malloc(&p, bytes), GP_SUCCESS);
+  if (async)
+    ck_assert_int_eq(gp_memcpy_async(p, host, bytes, s), GP_SUCCESS);
+  else
+    ck_assert_int_eq(gp_memcpy(p, host, bytes), GP_SUCCESS);
+  return p;
+}
+
+typedef struct strides {
+  int64_t bs, ss, hs;
+} strides_t;
+
+/* Offset (elements) of element (b, s, h, c) of a tensor; varlen: s is the packed row. */
+static int64_t at(const strides_t *t, int64_t b, int64_t s, int64_t h, int64_t c) {
+  return b * t->bs + s * t->ss + h * t->hs + c;
+}
+
+static void run_case(const acase_t *c, int mode) {
+  const char *mname = mode_names[mode];
+  if (!have_device()) {
+    printf("  no device: skipped\n");
+    return;
+  }
+  const size_t es = gp_dtype_size(c->dtype);
+  const int64_t dv = c->dv ? c->dv : c->d;
+  const int varlen = c->lens_q != NULL;
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ (uint64_t)(c - cases) * 0x9e3779b97f4a7c15ull);
+
+  /* varlen prefix sums */
+  int32_t cu_q[8] = {0}, cu_k[8] = {0};
+  if (varlen)
+    for (int64_t b = 0; b < c->batch; b++) {
+      cu_q[b + 1] = cu_q[b] + c->lens_q[b];
+      cu_k[b + 1] = cu_k[b] + c->lens_k[b];
+    }
+  const int64_t rows_q = varlen ? cu_q[c->batch] : c->sq, rows_k = varlen ? cu_k[c->batch] : c->sk;
+  const int64_t nb = varlen ? 1 : c->batch; /* batches in the allocation */
+
+  /* Layout of q, k, v, o: strides (0 in the descriptor when default) and sizes. */
+  strides_t tq, tk, tv, to;
+  gp_attention_desc_t desc;
+  gp_attention_desc_init(&desc);
+  size_t nq, nk, nv, no, nqkv = 0;
+  if (c->layout == L_QKV) {
+    const int64_t w = (c->hq + 2 * c->hkv) * c->d;
+    tq = tk = tv = (strides_t){rows_q * w, w, c->d};
+    nqkv = (size_t)(nb * rows_q * w);
+    nq = nk = nv = 0;
+    to = (strides_t){0, 0, dv + 5};
+    to.ss = c->hq * to.hs + 7;
+    to.bs = rows_q * to.ss + 11;
+  } else if (c->layout == L_BHSD) {
+    tq = (strides_t){c->hq * rows_q * c->d, c->d, rows_q * c->d};
+    tk = (strides_t){c->hkv * rows_k * c->d, c->d, rows_k * c->d};
+    tv = (strides_t){c->hkv * rows_k * dv, dv, rows_k * dv};
+    to = (strides_t){c->hq * rows_q * dv, dv, rows_q * dv};
+  } else {
+    tq = (strides_t){rows_q * c->hq * c->d, c->hq * c->d, c->d};
+    tk = (strides_t){rows_k * c->hkv * c->d, c->hkv * c->d, c->d};
+    tv = (strides_t){rows_k * c->hkv * dv, c->hkv * dv, dv};
+    to = (strides_t){rows_q * c->hq * dv, c->hq * dv, dv};
+  }
+  if (c->layout != L_QKV) {
+    nq = (size_t)(nb * tq.bs);
+    nk = (size_t)(nb * tk.bs);
+    nv = (size_t)(nb * tv.bs);
+  }
+  no = (size_t)(c->layout == L_QKV ? nb * to.bs : nb * to.bs);
+  if (varlen) tq.bs = tk.bs = tv.bs = to.bs = 0;
+
+  gp_stream_t s = NULL;
+  if (c->own_stream) ck_assert_int_eq(gp_stream_create(&s), GP_SUCCESS);
+
+  /* Host inputs, then device copies. */
+  void *hq_ = NULL, *hk = NULL, *hv = NULL, *hqkv = NULL;
+  void *dq = NULL, *dk = NULL, *dvv = NULL, *dqkv = NULL;
+  if (c->layout == L_QKV) {
+    hqkv = malloc(nqkv * es);
+    gp_ref_fill(hqkv, c->dtype, nqkv, &rng, -1.0, 1.0);
+    dqkv = dev_upload(hqkv, nqkv * es, s, c->own_stream);
+    desc.q = dqkv;
+    desc.k = (const char *)dqkv + (size_t)(c->hq * c->d) * es;
+    desc.v = (const char *)dqkv + (size_t)((c->hq + c->hkv) * c->d) * es;
+  } else {
+    hq_ = malloc(nq * es), hk = malloc(nk * es), hv = malloc(nv * es);
+    gp_ref_fill(hq_, c->dtype, nq, &rng, -1.0, 1.0);
+    gp_ref_fill(hk, c->dtype, nk, &rng, -1.0, 1.0);
+    gp_ref_fill(hv, c->dtype, nv, &rng, -1.0, 1.0);
+    desc.q = dq = dev_upload(hq_, nq * es, s, c->own_stream);
+    desc.k = dk = dev_upload(hk, nk * es, s, c->own_stream);
+    desc.v = dvv = dev_upload(hv, nv * es, s, c->own_stream);
+  }
+  /* Poisoned outputs. */
+  size_t nlse = (size_t)(varlen ? c->hq * rows_q : c->batch * c->hq * c->sq);
+  void *ho = malloc(no * es);
+  float *hlse = (float *)malloc(nlse * sizeof(float));
+  gp_ref_poison(ho, c->dtype, no);
+  gp_ref_poison(hlse, GP_F32, nlse);
+  void *dout = dev_upload(ho, no * es, s, c->own_stream);
+  float *dlse = c->lse ? (float *)dev_upload(hlse, nlse * sizeof(float), s, c->own_stream) : NULL;
+  int32_t *dcu_q = NULL, *dcu_k = NULL;
+  if (varlen) {
+    dcu_q = (int32_t *)dev_upload(cu_q, sizeof(cu_q), s, c->own_stream);
+    dcu_k = (int32_t *)dev_upload(cu_k, sizeof(cu_k), s, c->own_stream);
+  }
+
+  desc.dtype = c->dtype;
+  desc.batch = c->batch;
+  desc.seqlen_q = c->sq;
+  desc.seqlen_k = c->sk;
+  desc.heads_q = c->hq;
+  desc.heads_kv = c->hkv;
+  desc.head_dim = c->d;
+  desc.head_dim_v = c->dv;
+  desc.o = dout;
+  desc.lse = dlse;
+  desc.cu_seqlens_q = dcu_q;
+  desc.cu_seqlens_k = dcu_k;
+  desc.causal = c->causal;
+  desc.window_left = c->wl;
+  desc.window_right = c->wr;
+  desc.softmax_scale = c->scale;
+  if (c->layout != L_DEFAULT) {
+    desc.q_batch_stride = tq.bs, desc.q_seq_stride = tq.ss, desc.q_head_stride = tq.hs;
+    desc.k_batch_stride = tk.bs, desc.k_seq_stride = tk.ss, desc.k_head_stride = tk.hs;
+    desc.v_batch_stride = tv.bs, desc.v_seq_stride = tv.ss, desc.v_head_stride = tv.hs;
+    desc.o_batch_stride = to.bs, desc.o_seq_stride = to.ss, desc.o_head_stride = to.hs;
+  }
+
+  if (mode == M_PORTABLE)
+    setenv("GP_CPU_ATTENTION", "portable", 1);
+  else
+    unsetenv("GP_CPU_ATTENTION");
+  gp_status_t st;
+#if defined(GP_BUILD_CPU)
+  if (mode == M_W64)
+    st = gp__attention_fwd_kernel(s, &desc, GP_KERNEL_REF(gp__attention_fwd_tiled_w64));
+  else
+#endif
+    st = gp_attention_fwd(s, &desc);
+  ck_assert_msg(st == GP_SUCCESS, "%s: gp_attention_fwd: %s: %s", c->name, gp_status_name(st),
+                gp_last_error_message());
+  if (c->own_stream) {
+    ck_assert_int_eq(gp_memcpy_async(ho, dout, no * es, s), GP_SUCCESS);
+    if (dlse) ck_assert_int_eq(gp_memcpy_async(hlse, dlse, nlse * sizeof(float), s), GP_SUCCESS);
+    st = gp_stream_synchronize(s);
+  } else {
+    st = gp_device_synchronize();
+    if (st == GP_SUCCESS) st = gp_memcpy(ho, dout, no * es);
+    if (st == GP_SUCCESS && dlse) st = gp_memcpy(hlse, dlse, nlse * sizeof(float));
+  }
+  ck_assert_msg(st == GP_SUCCESS, "%s: after the call: %s: %s", c->name, gp_status_name(st),
+                gp_last_error_message());
+
+  /* Reference on the host copies (same strides). */
+  gp_attention_desc_t rdesc = desc;
+  if (c->layout == L_QKV) {
+    rdesc.q = hqkv;
+    rdesc.k = (const char *)hqkv + (size_t)(c->hq * c->d) * es;
+    rdesc.v = (const char *)hqkv + (size_t)((c->hq + c->hkv) * c->d) * es;
+  } else {
+    rdesc.q = hq_, rdesc.k = hk, rdesc.v = hv;
+  }
+  size_t rows = gp_ref_attention_rows(&rdesc, varlen ? cu_q : NULL);
+  size_t nout = rows * (size_t)(c->hq * dv);
+  double *oref = (double *)malloc(nout * sizeof(double)), *obnd = (double *)malloc(nout * sizeof(double));
+  double *lref = (double *)malloc(nlse * sizeof(double)), *lbnd = (double *)malloc(nlse * sizeof(double));
+  ck_assert_int_eq(gp_ref_attention_fwd(&rdesc, varlen ? cu_q : NULL, varlen ? cu_k : NULL, oref,
+                                        obnd, lref, lbnd),
+                   0);
+
+  /* Gather o into dense [rows][hq][dv], marking what the output covers. */
+  void *dense = malloc(nout * es);
+  unsigned char *covered = (unsigned char *)calloc(no, 1);
+  for (int64_t b = 0; b < c->batch; b++) {
+    int64_t n = varlen ? c->lens_q[b] : c->sq, r0 = varlen ? cu_q[b] : b * c->sq;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t h = 0; h < c->hq; h++)
+        for (int64_t e = 0; e < dv; e++) {
+          int64_t src = varlen ? at(&to, 0, r0 + i, h, e) : at(&to, b, i, h, e);
+          size_t dst = (size_t)(((r0 + i) * c->hq + h) * dv + e);
+          memcpy((char *)dense + dst * es, (char *)ho + (size_t)src * es, es);
+          covered[src] = 1;
+        }
+  }
+  size_t touched = 0;
+  for (size_t i = 0; i < no; i++)
+    if (!covered[i] && !isnan(gp_ref_load(ho, c->dtype, i))) touched++;
+
+  gp_ref_cmp_t cmp;
+  char buf[256];
+  gp_ref_compare(&cmp, dense, c->dtype, oref, obnd, 0.0, nout);
+  gp_ref_cmp_format(&cmp, buf, sizeof(buf));
+  double tol = gp_ref_attention_rel_tol(c->dtype);
+  printf("  %-30s %-8s o: %s (rel tol %.2g)\n", c->name, mname, buf, tol);
+  ck_assert_msg(cmp.n_bad == 0, "%s (%s, seed %llu): o: %s", c->name, mname,
+                (unsigned long long)g_seed, buf);
+  ck_assert_msg(cmp.rel_norm_err <= tol, "%s (%s, seed %llu): o relative norm error %.3g > %.3g",
+                c->name, mname, (unsigned long long)g_seed,
+                cmp.rel_norm_err, tol);
+  ck_assert_msg(touched == 0, "%s: %zu elements of o outside the output were written", c->name,
+                touched);
+  if (c->lse) {
+    gp_ref_compare(&cmp, hlse, GP_F32, lref, lbnd, 0.0, nlse);
+    gp_ref_cmp_format(&cmp, buf, sizeof(buf));
+    ck_assert_msg(cmp.n_bad == 0, "%s (%s, seed %llu): lse: %s", c->name,
+                  mname, (unsigned long long)g_seed, buf);
+  }
+
+  free(dense), free(covered), free(oref), free(obnd), free(lref), free(lbnd);
+  free(hq_), free(hk), free(hv), free(hqkv), free(ho), free(hlse);
+  gp_free(dq), gp_free(dk), gp_free(dvv), gp_free(dqkv), gp_free(dout);
+  if (dlse) gp_free(dlse);
+  if (dcu_q) gp_free(dcu_q), gp_free(dcu_k);
+  if (s) gp_stream_destroy(s);
+}
+
+START_TEST(test_host) { run_case(&cases[_i], M_DEFAULT); }
+END_TEST
+
+/* The portable kernel on the executor (cpu backend; GPU backends run it by default). */
+START_TEST(test_portable) {
+  if (gp_backend() != GP_BACKEND_CPU || !cases[_i].portable) return;
+  run_case(&cases[_i], M_PORTABLE);
+}
+END_TEST
+
+START_TEST(test_warp64) {
+  if (gp_backend() != GP_BACKEND_CPU || !cases[_i].portable) return;
+  run_case(&cases[_i], M_W64);
+}
+END_TEST
+
+/* ---- argument checks -------------------------------------------------------------------- */
+
+static void *g_buf;
+
+static void valid_desc(gp_attention_desc_t *d) {
+  gp_attention_desc_init(d);
+  d->dtype = GP_F16;
+  d->batch = 1;
+  d->seqlen_q = d->seqlen_k = 4;
+  d->heads_q = d->heads_kv = 1;
+  d->head_dim = 8;
+  d->q = d->k = d->v = g_buf;
+  d->o = (char *)g_buf + 2048;
+}
+
+static void expect_fail(const gp_attention_desc_t *d, gp_stream_t s, gp_status_t want,
+                        const char *needle) {
+  gp_status_t st = gp_attention_fwd(s, d);
+  const char *msg = gp_last_error_message();
+  ck_assert_msg(st == want, "expected %s, got %s (%s)", gp_status_name(want), gp_status_name(st),
+                msg ? msg : "");
+  ck_assert_msg(msg && strstr(msg, needle), "message '%s' does not name '%s'", msg ? msg : "(null)",
+                needle);
+}
+
+START_TEST(test_errors) {
+  if (!have_device()) return;
+  ck_assert_int_eq(gp_malloc(&g_buf, 4096), GP_SUCCESS);
+  gp_attention_desc_t d;
+
+  expect_fail(NULL, NULL, GP_ERROR_INVALID_VALUE, "desc");
+  valid_desc(&d), d.struct_size = 8;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "struct_size");
+  valid_desc(&d), d.dtype = GP_F64;
+  expect_fail(&d, NULL, GP_ERROR_NOT_SUPPORTED, "dtype");
+  valid_desc(&d), d.dtype = GP_I8;
+  expect_fail(&d, NULL, GP_ERROR_NOT_SUPPORTED, "dtype");
+  valid_desc(&d), d.batch = 0;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "batch");
+  valid_desc(&d), d.seqlen_q = 0;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "seqlen_q");
+  valid_desc(&d), d.seqlen_k = -3;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "seqlen_k");
+  valid_desc(&d), d.heads_q = 0;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "heads_q");
+  valid_desc(&d), d.heads_q = 6, d.heads_kv = 4;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "multiple");
+  valid_desc(&d), d.head_dim = 0;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "head_dim");
+  valid_desc(&d), d.head_dim = 257;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "head_dim");
+  valid_desc(&d), d.head_dim_v = 300;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "head_dim_v");
+  valid_desc(&d), d.head_dim_v = -1;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "head_dim_v");
+  valid_desc(&d), d.q = NULL;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->q");
+  valid_desc(&d), d.k = NULL;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->k");
+  valid_desc(&d), d.v = NULL;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->v");
+  valid_desc(&d), d.o = NULL;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->o");
+  valid_desc(&d), d.window_left = -2;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "window_left");
+  valid_desc(&d), d.window_right = -5;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "window_right");
+  valid_desc(&d), d.cu_seqlens_q = (const int32_t *)g_buf;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "cu_seqlens_k");
+  valid_desc(&d), d.cu_seqlens_k = (const int32_t *)g_buf;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "cu_seqlens_q");
+  valid_desc(&d), d.k_seq_stride = -8;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "k_seq_stride");
+  valid_desc(&d), d.softmax_scale = NAN;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "softmax_scale");
+  /* A tensor running past the end of its allocation. */
+  valid_desc(&d), d.o = (char *)g_buf + 4096 - 32;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->o");
+  valid_desc(&d), d.q_seq_stride = 1000;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->q");
+
+  /* A destroyed stream. */
+  gp_stream_t s;
+  ck_assert_int_eq(gp_stream_create(&s), GP_SUCCESS);
+  ck_assert_int_eq(gp_stream_destroy(s), GP_SUCCESS);
+  valid_desc(&d);
+  ck_assert_int_eq(gp_attention_fwd(s, &d), GP_ERROR_INVALID_HANDLE);
+
+  /* Varlen offsets are read in stream order: a sequence longer than seqlen_q is an
+   * asynchronous error of the host implementation (reported by the next sync). */
+  if (gp_backend() == GP_BACKEND_CPU) {
+    unsetenv("GP_CPU_ATTENTION");
+    int32_t cu_host[2] = {0, 9}, *cu = NULL;
+    ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_host)), GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(cu, cu_host, sizeof(cu_host)), GP_SUCCESS);
+    valid_desc(&d);
+    d.cu_seqlens_q = d.cu_seqlens_k = cu;
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    gp_status_t st = gp_device_synchronize();
+    ck_assert_msg(st == GP_ERROR_INVALID_VALUE, "bad cu_seqlens: got %s (%s)", gp_status_name(st),
+                  gp_last_error_message());
+    gp_free(cu);
+  }
+
+  /* A valid call still succeeds, and a larger (newer) descriptor is accepted. */
+  ck_assert_int_eq(gp_memset(g_buf, 0x11, 4096), GP_SUCCESS);
+  struct {
+    gp_attention_desc_t d;
+    char future[32];
+  } big;
+  valid_desc(&big.d);
+  big.d.struct_size = sizeof(big);
+  ck_assert_int_eq(gp_attention_fwd(NULL, &big.d), GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  gp_free(g_buf);
+}
+END_TEST
+
+static Suite *attention_suite(void) {
+  Suite *s = suite_create("attention");
+  TCase *tc = tcase_create("errors");
+  tcase_add_test(tc, test_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("host");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_host, 0, NCASES);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("portable");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_portable, 0, NCASES);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("warp64");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_warp64, 0, NCASES);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  g_seed = gp_ref_default_seed();
+  printf("test_attention: seed %llu (replay with GP_TEST_SEED=%llu)\n", (unsigned long long)g_seed,
+         (unsigned long long)g_seed);
+  fflush(stdout);
+  SRunner *sr = srunner_create(attention_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
