@@ -84,9 +84,9 @@ LIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc+
 CFLAGS_hip := -DGP_BUILD_HIP -D__HIP_PLATFORM_AMD__ -Ihip
 LIBS_hip := -lamdhip64 -lstdc++ -ldl -lm -pthread
 
-NVCC_FLAGS := -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc $(CUDA_GENCODE) \
+NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc $(CUDA_GENCODE) \
               -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
-HIPCC_FLAGS := -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc \
+HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc \
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
 all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport
@@ -97,21 +97,21 @@ define BACKEND_RULES
 B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
-  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.o) \
-  $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.o)) \
-  $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.o))
+  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
+  $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
+  $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
 build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) -c $$< -o $$@
+	$$(CC) -MMD -MP $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) -c $$< -o $$@
 
 build/$(1)$(2)/%.o: %.S
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) -c $$< -o $$@
+	$$(CC) -MMD -MP $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) -c $$< -o $$@
 
-build/$(1)$(2)/%.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
-	$(if $(filter cpu,$(1)),$$(CXX) -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
+	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
 
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
@@ -147,7 +147,7 @@ bin/gpuport: bin/gpuport-$(BACKEND)
 # $(1) backend, $(2) variant, $(3) extra flags
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
-TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.o)
+TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
 build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
@@ -160,7 +160,7 @@ $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 
 # ---- examples ----------------------------------------------------------------------
 define EXAMPLE_RULES
-EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.o)
+EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o)
 EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
 bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)
@@ -213,6 +213,8 @@ check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 
 clean:
 	rm -rf build lib bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)
 
 .PHONY: all test check install docs clean check-exports \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

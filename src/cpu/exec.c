@@ -1,0 +1,808 @@
+/*
+ * exec.c - the CPU SIMT executor: runs a dialect kernel's grid with the GPU execution
+ * model (docs/LAUNCH_ABI.md).
+ *
+ * - Blocks are handed out in increasing order, in small chunks, to the calling thread
+ *   and a pool of OS threads (GP_CPU_THREADS). Each OS thread is a "worker".
+ * - A worker runs blocks on its lead fiber. The kernel's cpu_run_block loops over the
+ *   threads of a block in order, calling the body directly. While no thread has reached
+ *   a barrier or warp operation, that is all (no fiber, no switch).
+ * - When thread k reaches its first sync point, threads 0..k-1 have finished (a valid
+ *   GPU schedule); k keeps running on the lead fiber and threads k+1..N-1 become fibers
+ *   that start lazily. Barriers count arrivals, exited threads lower the count; warp
+ *   operations are per-warp rendezvous with a double-buffered exchange. The decision is
+ *   per block.
+ * - The lead runs on its own stack (not the OS thread's), so a trap, an assertion or a
+ *   barrier that can never complete ends the block by switching back to the worker's
+ *   supervisor context, abandoning the block's stacks: no longjmp, and the library stays
+ *   usable.
+ */
+#include "cpu/exec.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gpuport/kernel.h>
+#include "cpu/exec_fiber.h"
+
+#ifdef GP__ASAN
+#include <sanitizer/asan_interface.h>
+#define GP__POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define GP__UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define GP__POISON(p, n) ((void)(p), (void)(n))
+#define GP__UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define GP__UNDEFINED(p, n) VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
+#endif
+#endif
+#ifndef GP__UNDEFINED
+#define GP__UNDEFINED(p, n) ((void)(p), (void)(n))
+#endif
+
+/* ---- the thread context (exported, ABI version GP_KERNEL_ABI_VERSION) ------------- */
+GP_API __thread gp__cpu_ctx_t gp__cpu_tls GP__CPU_TLS_MODEL;
+
+#define MAXT GP__CPU_MAX_THREADS_PER_BLOCK
+#define MAXW (MAXT / 32)
+#define MAX_SLOTS 64
+#define REDZONE 64
+#define ARENA_BYTES (GP__CPU_SHARED_PER_BLOCK_OPTIN + (size_t)MAX_SLOTS * (REDZONE + 64) + 4096)
+
+enum { T_DONE = 0, T_NEW, T_READY, T_RUNNING, T_WAIT_BAR, T_WAIT_WARP };
+
+typedef struct thr {
+  gp__fiber_t *fiber; /* the lead's for the thread that switched the block to fibers */
+  gp__cpu_uint3_t idx;
+  unsigned state;
+  const char *file; /* where it waits */
+  int line;
+} thr_t;
+
+typedef struct warp {
+  unsigned alive, arrived, gen, nwait;
+  uint16_t waiters[64];
+  gp__cpu_warp_xchg_t x[2]; /* round g uses x[g & 1] */
+} warp_t;
+
+typedef struct slot {
+  const char *key;
+  size_t off, bytes;
+} slot_t;
+
+typedef struct job {
+  const struct gp_kernel_s *k;
+  void **args;
+  gp_dim3_t grid, block;
+  size_t dyn;
+  int device;
+  unsigned nthreads;
+  uint64_t nblocks, chunk;
+  uint64_t next;      /* next block to hand out (atomic) */
+  int failed;         /* atomic; the first failure writes msg */
+  unsigned bad_reads; /* reads of inactive lanes (atomic) */
+  int bad_noted;
+  const char *bad_file;
+  int bad_line;
+  unsigned bad_lane;
+  unsigned active;    /* pool threads working on it (under the pool mutex) */
+  struct job *link;
+  char msg[1024];
+} job_t;
+
+typedef struct worker {
+  gp__fiber_t sup;  /* the OS thread's own stack */
+  gp__fiber_t lead; /* runs blocks */
+  gp__fiber_t *cur, *prev;
+  job_t *job;
+  const struct gp_kernel_s *k;
+  void **args;
+  unsigned n, ws, lead_tid, live;
+  bool draining;
+  /* block barrier */
+  unsigned bar_alive, bar_arrived, bar_nwait;
+  const char *bar_file, *div_file;
+  int bar_line, div_line, bar_op, bar_acc, bar_result;
+  /* ready queue (a ring of thread ids) */
+  unsigned rq_head, rq_n;
+  /* shared memory arena */
+  unsigned char *arena;
+  size_t arena_bytes, arena_dirty, shared_top, static_bytes, dyn;
+  unsigned nslots;
+  slot_t slots[MAX_SLOTS];
+  gp__cpu_exec_stats_t st;
+  uint16_t rq[MAXT];
+  uint16_t bar_wait[MAXT];
+  thr_t thr[MAXT];
+  warp_t warps[MAXW];
+  gp__fiber_t fib[MAXT];
+} worker_t;
+
+/* ---- statistics -------------------------------------------------------------------- */
+static gp__cpu_exec_stats_t g_stats;
+
+static void stats_flush(gp__cpu_exec_stats_t *s) {
+  uint64_t *src = (uint64_t *)s, *dst = (uint64_t *)&g_stats;
+  for (size_t i = 0; i < sizeof *s / sizeof(uint64_t); i++)
+    if (src[i]) __atomic_fetch_add(&dst[i], src[i], __ATOMIC_RELAXED);
+  memset(s, 0, sizeof *s);
+}
+
+GP_API void gp__cpu_exec_stats(gp__cpu_exec_stats_t *out) {
+  uint64_t *src = (uint64_t *)&g_stats, *dst = (uint64_t *)out;
+  for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
+    dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+GP_API void gp__cpu_exec_stats_reset(void) {
+  uint64_t *p = (uint64_t *)&g_stats;
+  for (size_t i = 0; i < sizeof g_stats / sizeof(uint64_t); i++) __atomic_store_n(&p[i], 0, __ATOMIC_RELAXED);
+}
+
+/* ---- the pool ------------------------------------------------------------------------- */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  job_t *jobs;
+  int started;
+} g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_worker_key;
+static __thread worker_t *t_worker;
+
+static void worker_free(void *p) {
+  worker_t *w = (worker_t *)p;
+  if (!w) return;
+  gp__fiber_stack_free(&w->lead);
+  for (unsigned i = 0; i < MAXT; i++) gp__fiber_stack_free(&w->fib[i]);
+  if (w->arena) {
+    GP__UNPOISON(w->arena, w->arena_bytes);
+    munmap(w->arena, w->arena_bytes);
+  }
+  free(w);
+}
+
+static void atfork_prepare(void) { pthread_mutex_lock(&g_pool.mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g_pool.mu); }
+/* The child has only the forking thread: the pool starts afresh at its next launch. */
+static void atfork_child(void) {
+  pthread_mutex_init(&g_pool.mu, NULL);
+  pthread_cond_init(&g_pool.work, NULL);
+  pthread_cond_init(&g_pool.done, NULL);
+  g_pool.jobs = NULL;
+  g_pool.started = 0;
+}
+
+static void init_once(void) {
+  pthread_key_create(&g_worker_key, worker_free);
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static worker_t *worker_self(void) {
+  worker_t *w = t_worker;
+  if (w) return w;
+  pthread_once(&g_once, init_once);
+  w = (worker_t *)calloc(1, sizeof *w);
+  if (!w) return NULL;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  w->arena_bytes = (ARENA_BYTES + page - 1) & ~(page - 1);
+  void *m = mmap(NULL, w->arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (m == MAP_FAILED) {
+    free(w);
+    return NULL;
+  }
+  w->arena = (unsigned char *)m;
+  GP__POISON(w->arena, w->arena_bytes);
+  t_worker = w;
+  pthread_setspecific(g_worker_key, w);
+  return w;
+}
+
+int gp__cpu_exec_threads(void) {
+  static int cached;
+  int n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (n) return n;
+  long v = 0;
+  const char *e = getenv("GP_CPU_THREADS");
+  if (e && *e) v = strtol(e, NULL, 10);
+  if (v <= 0) {
+    if (gp__fiber_on_valgrind()) {
+      v = 1; /* valgrind runs one thread at a time anyway */
+    } else {
+      cpu_set_t set;
+      if (sched_getaffinity(0, sizeof set, &set) == 0)
+        v = CPU_COUNT(&set);
+      else
+        v = sysconf(_SC_NPROCESSORS_ONLN);
+    }
+  }
+  if (v < 1) v = 1;
+  if (v > 512) v = 512;
+  __atomic_store_n(&cached, (int)v, __ATOMIC_RELAXED);
+  return (int)v;
+}
+
+static void run_job(worker_t *w, job_t *j);
+
+static void *helper_main(void *arg) {
+  (void)arg;
+  worker_t *w = worker_self();
+  if (!w) return NULL;
+  pthread_mutex_lock(&g_pool.mu);
+  for (;;) {
+    job_t *j = NULL;
+    for (job_t *q = g_pool.jobs; q; q = q->link)
+      if (!__atomic_load_n(&q->failed, __ATOMIC_RELAXED) &&
+          __atomic_load_n(&q->next, __ATOMIC_RELAXED) < q->nblocks) {
+        j = q;
+        break;
+      }
+    if (!j) {
+      pthread_cond_wait(&g_pool.work, &g_pool.mu);
+      continue;
+    }
+    j->active++;
+    pthread_mutex_unlock(&g_pool.mu);
+    run_job(w, j);
+    pthread_mutex_lock(&g_pool.mu);
+    if (--j->active == 0) pthread_cond_broadcast(&g_pool.done);
+  }
+  return NULL;
+}
+
+/* Starts the pool's threads (under the pool mutex). Fewer threads than asked is fine. */
+static void pool_start_locked(void) {
+  if (g_pool.started) return;
+  g_pool.started = 1;
+  int n = gp__cpu_exec_threads() - 1;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the application's threads */
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  for (int i = 0; i < n; i++) {
+    pthread_t t;
+    if (pthread_create(&t, &attr, helper_main, NULL) != 0) break;
+  }
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- failure ------------------------------------------------------------------------- */
+static void switch_plain(worker_t *w, gp__fiber_t *from, gp__fiber_t *to, bool dying) {
+  w->prev = from;
+  w->cur = to;
+  w->st.switches++;
+  gp__fiber_switch(from, to, dying);
+}
+
+static void job_note_failure(job_t *j, const gp__cpu_uint3_t *block, const gp__cpu_uint3_t *thread,
+                             const char *fmt, va_list ap) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&j->failed, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return; /* the first failure is the one reported */
+  int off = 0;
+  if (block && thread)
+    off = snprintf(j->msg, sizeof j->msg, "kernel '%s' block (%u,%u,%u) thread (%u,%u,%u): ",
+                   j->k->name, block->x, block->y, block->z, thread->x, thread->y, thread->z);
+  else
+    off = snprintf(j->msg, sizeof j->msg, "kernel '%s': ", j->k->name);
+  if (off < 0) off = 0;
+  if ((size_t)off < sizeof j->msg) vsnprintf(j->msg + off, sizeof j->msg - (size_t)off, fmt, ap);
+}
+
+static void job_fail(job_t *j, const char *fmt, ...) GP__PRINTF(2, 3);
+static void job_fail(job_t *j, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  job_note_failure(j, NULL, NULL, fmt, ap);
+  va_end(ap);
+}
+
+/* Fails the launch naming the block and thread, abandons the block, returns to the
+ * supervisor. Never returns. */
+static GP__NORETURN void fail_block(worker_t *w, const gp__cpu_uint3_t *thread, const char *fmt, ...)
+    GP__PRINTF(3, 4);
+static GP__NORETURN void fail_block(worker_t *w, const gp__cpu_uint3_t *thread, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  job_note_failure(w->job, &gp__cpu_tls.block_idx, thread, fmt, ap);
+  va_end(ap);
+  switch_plain(w, w->cur, &w->sup, true);
+  __builtin_unreachable();
+}
+
+static const char *site_base(const char *file) {
+  const char *s = file ? strrchr(file, '/') : NULL;
+  return s ? s + 1 : (file ? file : "?");
+}
+
+static bool same_site(const char *f1, int l1, const char *f2, int l2) {
+  return l1 == l2 && (f1 == f2 || (f1 && f2 && strcmp(f1, f2) == 0));
+}
+
+/* No thread can run and some still wait: say who waits where. */
+static GP__NORETURN void deadlock(worker_t *w) {
+  struct { int kind; const char *file; int line; unsigned count; } sites[4];
+  unsigned nsites = 0, more = 0, waiting = 0, first = MAXT;
+  for (unsigned t = 0; t < w->n; t++) {
+    thr_t *r = &w->thr[t];
+    if (r->state != T_WAIT_BAR && r->state != T_WAIT_WARP) continue;
+    waiting++;
+    if (first == MAXT) first = t;
+    int kind = r->state == T_WAIT_BAR;
+    unsigned i;
+    for (i = 0; i < nsites; i++)
+      if (sites[i].kind == kind && same_site(sites[i].file, sites[i].line, r->file, r->line)) break;
+    if (i < nsites) {
+      sites[i].count++;
+    } else if (nsites < 4) {
+      sites[nsites].kind = kind;
+      sites[nsites].file = r->file;
+      sites[nsites].line = r->line;
+      sites[nsites].count = 1;
+      nsites++;
+    } else {
+      more++;
+    }
+  }
+  char buf[600];
+  size_t off = 0;
+  for (unsigned i = 0; i < nsites && off < sizeof buf; i++) {
+    int m = snprintf(buf + off, sizeof buf - off, "%s%u thread%s at %s %s:%d", i ? ", " : "", sites[i].count,
+                     sites[i].count == 1 ? "" : "s", sites[i].kind ? "__syncthreads" : "a warp operation",
+                     site_base(sites[i].file), sites[i].line);
+    if (m < 0) break;
+    off += (size_t)m;
+  }
+  if (more && off < sizeof buf) snprintf(buf + off, sizeof buf - off, ", %u more elsewhere", more);
+  gp__cpu_uint3_t idx = first < MAXT ? w->thr[first].idx : gp__cpu_tls.thread_idx;
+  fail_block(w, &idx,
+             "barrier that can never complete (divergent barrier): %u of %u threads wait (%s), "
+             "%u exited",
+             waiting, w->n, buf, w->n - w->live);
+}
+
+/* ---- scheduling within a block --------------------------------------------------------- */
+static inline void rq_push(worker_t *w, unsigned t) {
+  w->rq[(w->rq_head + w->rq_n) % MAXT] = (uint16_t)t;
+  w->rq_n++;
+}
+
+static inline int rq_pop(worker_t *w) {
+  if (!w->rq_n) return -1;
+  unsigned t = w->rq[w->rq_head];
+  w->rq_head = (w->rq_head + 1) % MAXT;
+  w->rq_n--;
+  return (int)t;
+}
+
+static void thread_main(void *arg);
+
+/* Runs thread t, starting its fiber if it is new. */
+static void switch_to(worker_t *w, gp__fiber_t *from, unsigned t, bool dying) {
+  thr_t *r = &w->thr[t];
+  gp__fiber_t *f = r->fiber;
+  if (r->state == T_NEW) {
+    if (!f->map && !gp__fiber_stack_alloc(f, gp__fiber_default_stack()))
+      fail_block(w, &r->idx, "cannot map a %zu-byte fiber stack", gp__fiber_default_stack());
+    gp__fiber_prepare(f, thread_main, w);
+    w->st.fibers_started++;
+  }
+  r->state = T_RUNNING;
+  gp__cpu_tls.tid = t;
+  gp__cpu_tls.thread_idx = r->idx;
+  switch_plain(w, from, f, dying);
+}
+
+/* The calling thread t waits: run another one. Returns when t is resumed. */
+static void wait_here(worker_t *w, unsigned t) {
+  int n = rq_pop(w);
+  gp__fiber_t *self = w->thr[t].fiber;
+  if (n >= 0)
+    switch_to(w, self, (unsigned)n, false);
+  else if (w->draining)
+    switch_plain(w, self, &w->lead, false); /* the lead reports the deadlock */
+  else
+    deadlock(w);
+}
+
+static void bar_complete(worker_t *w) {
+  if (w->div_file)
+    fail_block(w, &gp__cpu_tls.thread_idx,
+               "divergent __syncthreads: threads of one block wait at %s:%d and at %s:%d",
+               site_base(w->bar_file), w->bar_line, site_base(w->div_file), w->div_line);
+  w->bar_result = w->bar_acc;
+  for (unsigned i = 0; i < w->bar_nwait; i++) {
+    unsigned t = w->bar_wait[i];
+    w->thr[t].state = T_READY;
+    rq_push(w, t);
+  }
+  w->bar_nwait = 0;
+  w->bar_arrived = 0;
+  w->bar_file = NULL;
+}
+
+static void warp_complete(worker_t *w, warp_t *wp) {
+  unsigned g = wp->gen & 1u;
+  wp->gen++;
+  wp->arrived = 0;
+  wp->x[g ^ 1u].active = 0; /* the next round's buffer; every lane has read it */
+  for (unsigned i = 0; i < wp->nwait; i++) {
+    unsigned t = wp->waiters[i];
+    w->thr[t].state = T_READY;
+    rq_push(w, t);
+  }
+  wp->nwait = 0;
+}
+
+/* Thread t has returned from the kernel: it no longer holds back barriers. */
+static void thread_exit(worker_t *w, unsigned t) {
+  w->thr[t].state = T_DONE;
+  w->live--;
+  w->bar_alive--;
+  if (w->bar_arrived && w->bar_arrived == w->bar_alive) bar_complete(w);
+  warp_t *wp = &w->warps[t / w->ws];
+  wp->alive--;
+  if (wp->arrived && wp->arrived == wp->alive) warp_complete(w, wp);
+}
+
+static void thread_main(void *arg) {
+  worker_t *w = (worker_t *)arg;
+  gp__fiber_started(w->prev);
+  w->k->cpu_run_thread(w->args);
+  unsigned t = gp__cpu_tls.tid;
+  gp__fiber_t *self = &w->fib[t];
+  thread_exit(w, t);
+  int n = rq_pop(w);
+  if (n >= 0)
+    switch_to(w, self, (unsigned)n, true);
+  else if (w->draining)
+    switch_plain(w, self, &w->lead, true);
+  else
+    deadlock(w);
+  __builtin_unreachable();
+}
+
+/* The running thread k reached the block's first sync point: threads 0..k-1 have
+ * finished, k stays on the lead fiber, k+1..N-1 become (lazily started) fibers. */
+static void go_fibers(worker_t *w) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  unsigned n = w->n, ws = w->ws;
+  unsigned k = c->thread_idx.x + c->block_dim.x * (c->thread_idx.y + c->block_dim.y * c->thread_idx.z);
+  c->tid = k;
+  c->fibered = 1;
+  w->lead_tid = k;
+  w->draining = false;
+  w->live = n - k;
+  w->rq_head = w->rq_n = 0;
+  for (unsigned t = 0; t < k; t++) w->thr[t].state = T_DONE;
+  w->thr[k].fiber = &w->lead;
+  w->thr[k].idx = c->thread_idx;
+  w->thr[k].state = T_RUNNING;
+  gp__cpu_uint3_t idx = c->thread_idx;
+  for (unsigned t = k + 1; t < n; t++) {
+    if (++idx.x == c->block_dim.x) {
+      idx.x = 0;
+      if (++idx.y == c->block_dim.y) {
+        idx.y = 0;
+        idx.z++;
+      }
+    }
+    thr_t *r = &w->thr[t];
+    r->fiber = &w->fib[t];
+    r->idx = idx;
+    r->state = T_NEW;
+    r->file = NULL;
+    r->line = 0;
+    rq_push(w, t);
+  }
+  w->bar_alive = n - k;
+  w->bar_arrived = w->bar_nwait = 0;
+  w->bar_file = w->div_file = NULL;
+  unsigned nw = (n + ws - 1) / ws;
+  for (unsigned i = 0; i < nw; i++) {
+    warp_t *wp = &w->warps[i];
+    unsigned lo = i * ws, hi = lo + ws < n ? lo + ws : n;
+    if (lo < k) lo = k < hi ? k : hi;
+    wp->alive = hi - lo;
+    wp->arrived = wp->gen = wp->nwait = 0;
+    wp->x[0].active = wp->x[1].active = 0;
+  }
+  w->st.blocks_fibered++;
+}
+
+/* The lead's thread has returned: run the block's fibers to the end. */
+static void lead_drain(worker_t *w) {
+  w->draining = true;
+  thread_exit(w, w->lead_tid);
+  while (w->live) {
+    int n = rq_pop(w);
+    if (n < 0) deadlock(w);
+    switch_to(w, &w->lead, (unsigned)n, false);
+  }
+}
+
+/* ---- shared memory -------------------------------------------------------------------- */
+static void shared_begin(worker_t *w) {
+#ifdef GP__ASAN
+  if (w->arena_dirty) GP__POISON(w->arena, w->arena_dirty);
+#endif
+  if (w->dyn) {
+    GP__UNPOISON(w->arena, w->dyn);
+    GP__UNDEFINED(w->arena, w->dyn);
+  }
+  w->shared_top = (w->dyn + 63) & ~(size_t)63;
+  w->arena_dirty = w->shared_top;
+  w->nslots = 0;
+  w->static_bytes = 0;
+}
+
+GP_API void *gp__cpu_shared_slot(size_t bytes, size_t align, const char *key) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  for (unsigned i = 0; i < w->nslots; i++)
+    if (w->slots[i].key == key) return w->arena + w->slots[i].off;
+  if (align < 16) align = 16;
+  if (w->nslots == MAX_SLOTS)
+    fail_block(w, &gp__cpu_tls.thread_idx, "more than %d GP_SHARED declarations", MAX_SLOTS);
+  if (w->static_bytes + bytes > GP__CPU_SHARED_PER_BLOCK)
+    fail_block(w, &gp__cpu_tls.thread_idx,
+               "static shared memory exceeds %zu bytes (GP_SHARED '%s' of %zu bytes after %zu)",
+               GP__CPU_SHARED_PER_BLOCK, key, bytes, w->static_bytes);
+  if (w->static_bytes + bytes + w->dyn > GP__CPU_SHARED_PER_BLOCK_OPTIN)
+    fail_block(w, &gp__cpu_tls.thread_idx,
+               "static (%zu bytes) plus dynamic (%zu bytes) shared memory exceeds %zu bytes",
+               w->static_bytes + bytes, w->dyn, GP__CPU_SHARED_PER_BLOCK_OPTIN);
+  size_t off = (w->shared_top + REDZONE + align - 1) & ~(align - 1);
+  if (align > 4096 || off + bytes + REDZONE > w->arena_bytes)
+    fail_block(w, &gp__cpu_tls.thread_idx, "GP_SHARED '%s' does not fit the shared arena", key);
+  slot_t *s = &w->slots[w->nslots++];
+  s->key = key;
+  s->off = off;
+  s->bytes = bytes;
+  w->static_bytes += bytes;
+  w->shared_top = off + bytes;
+  w->arena_dirty = w->shared_top;
+  GP__UNPOISON(w->arena + off, bytes);
+  GP__UNDEFINED(w->arena + off, bytes);
+  return w->arena + off;
+}
+
+/* ---- sync points (exported) ------------------------------------------------------------ */
+GP_API int gp__cpu_barrier(int op, int pred, const char *file, int line) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  worker_t *w = (worker_t *)c->worker;
+  if (!c->fibered) go_fibers(w);
+  unsigned t = c->tid;
+  w->st.barriers++;
+  if (w->bar_arrived == 0) {
+    w->bar_file = file;
+    w->bar_line = line;
+    w->bar_op = op;
+    w->bar_acc = op == GP__CPU_BAR_AND ? 1 : 0;
+  } else if (!w->div_file && (op != w->bar_op || !same_site(file, line, w->bar_file, w->bar_line))) {
+    w->div_file = file;
+    w->div_line = line;
+  }
+  if (op == GP__CPU_BAR_COUNT)
+    w->bar_acc += pred != 0;
+  else if (op == GP__CPU_BAR_AND)
+    w->bar_acc = w->bar_acc && pred;
+  else if (op == GP__CPU_BAR_OR)
+    w->bar_acc = w->bar_acc || pred;
+  thr_t *r = &w->thr[t];
+  r->file = file;
+  r->line = line;
+  if (++w->bar_arrived == w->bar_alive) {
+    bar_complete(w);
+    return w->bar_result;
+  }
+  r->state = T_WAIT_BAR;
+  w->bar_wait[w->bar_nwait++] = (uint16_t)t;
+  wait_here(w, t);
+  /* The next round cannot complete before this thread arrives at it. */
+  return w->bar_result;
+}
+
+GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file, int line) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  worker_t *w = (worker_t *)c->worker;
+  if (!c->fibered) go_fibers(w);
+  unsigned t = c->tid, lane = t % w->ws;
+  warp_t *wp = &w->warps[t / w->ws];
+  gp__cpu_warp_xchg_t *x = &wp->x[wp->gen & 1u];
+  x->val[lane] = v;
+  x->active |= (uint64_t)1 << lane;
+  w->st.warp_ops++;
+  thr_t *r = &w->thr[t];
+  r->file = file;
+  r->line = line;
+  if (++wp->arrived == wp->alive) {
+    warp_complete(w, wp);
+    return x;
+  }
+  r->state = T_WAIT_WARP;
+  wp->waiters[wp->nwait++] = (uint16_t)t;
+  wait_here(w, t);
+  return x;
+}
+
+GP_API void gp__cpu_warp_bad_lane(unsigned src_lane, const char *file, int line) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  job_t *j = w->job;
+  __atomic_fetch_add(&j->bad_reads, 1u, __ATOMIC_RELAXED);
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&j->bad_noted, &expected, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    j->bad_file = file;
+    j->bad_line = line;
+    j->bad_lane = src_lane;
+  }
+}
+
+GP_API void gp__cpu_trap(const char *file, int line) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  if (!w || !w->job) {
+    fprintf(stderr, "%s:%d: __trap() outside a kernel\n", file, line);
+    abort();
+  }
+  fail_block(w, &gp__cpu_tls.thread_idx, "__trap() at %s:%d", site_base(file), line);
+}
+
+GP_API void gp__cpu_assert_fail(const char *expr, const char *file, int line, const char *func) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  worker_t *w = (worker_t *)c->worker;
+  /* The message CUDA's device assert prints. */
+  flockfile(stderr);
+  fprintf(stderr, "%s:%d: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line,
+          func, c->block_idx.x, c->block_idx.y, c->block_idx.z, c->thread_idx.x, c->thread_idx.y,
+          c->thread_idx.z, expr);
+  funlockfile(stderr);
+  if (!w || !w->job) abort();
+  fail_block(w, &c->thread_idx, "assertion `%s' failed at %s:%d in %s", expr, site_base(file), line, func);
+}
+
+/* ---- running blocks ----------------------------------------------------------------- */
+static void run_block(worker_t *w, job_t *j, uint64_t b) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  uint64_t q = b / j->grid.x;
+  c->block_idx.x = (unsigned)(b % j->grid.x);
+  c->block_idx.y = (unsigned)(q % j->grid.y);
+  c->block_idx.z = (unsigned)(q / j->grid.y);
+  shared_begin(w);
+  c->fibered = 0;
+  w->k->cpu_run_block(w->args);
+  if (c->fibered) lead_drain(w);
+  w->st.blocks++;
+}
+
+static void lead_main(void *arg) {
+  worker_t *w = (worker_t *)arg;
+  gp__fiber_started(w->prev);
+  job_t *j = w->job;
+  for (;;) {
+    if (__atomic_load_n(&j->failed, __ATOMIC_RELAXED)) break;
+    uint64_t b0 = __atomic_fetch_add(&j->next, j->chunk, __ATOMIC_RELAXED);
+    if (b0 >= j->nblocks) break;
+    uint64_t b1 = b0 + j->chunk < j->nblocks ? b0 + j->chunk : j->nblocks;
+    for (uint64_t b = b0; b < b1; b++) {
+      if (b != b0 && __atomic_load_n(&j->failed, __ATOMIC_RELAXED)) break;
+      run_block(w, j, b);
+    }
+  }
+  switch_plain(w, &w->lead, &w->sup, true);
+  __builtin_unreachable();
+}
+
+static void run_job(worker_t *w, job_t *j) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  w->job = j;
+  w->k = j->k;
+  w->args = j->args;
+  w->n = j->nthreads;
+  w->ws = (unsigned)j->k->warp_size;
+  w->dyn = j->dyn;
+  c->block_dim.x = j->block.x;
+  c->block_dim.y = j->block.y;
+  c->block_dim.z = j->block.z;
+  c->grid_dim.x = j->grid.x;
+  c->grid_dim.y = j->grid.y;
+  c->grid_dim.z = j->grid.z;
+  c->nthreads = j->nthreads;
+  c->dynamic_shared = w->arena;
+  c->worker = w;
+  size_t lead_size = 4 * gp__fiber_default_stack();
+  if (lead_size < ((size_t)1 << 20)) lead_size = (size_t)1 << 20;
+  if (!w->lead.map && !gp__fiber_stack_alloc(&w->lead, lead_size)) {
+    job_fail(j, "cannot map a %zu-byte stack", lead_size);
+  } else {
+    gp__fiber_prepare(&w->lead, lead_main, w);
+    switch_plain(w, &w->sup, &w->lead, false);
+  }
+  w->cur = &w->sup;
+  w->job = NULL;
+  c->worker = NULL;
+  c->fibered = 0;
+  stats_flush(&w->st);
+}
+
+/* ---- entry point -------------------------------------------------------------------- */
+gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t dynamic_shared,
+                              void **args, int device) {
+  if (!k || k->magic != GP_KERNEL_MAGIC || k->abi_version != GP_KERNEL_ABI_VERSION ||
+      k->backend != GP_BACKEND_CPU || !k->cpu_run_block || !k->cpu_run_thread ||
+      (k->warp_size != 32 && k->warp_size != 64))
+    return gp__error(GP_ERROR_INVALID_IMAGE, "gp_launch",
+                     "kernel '%s' is not a CPU kernel of descriptor ABI version %u",
+                     k && k->magic == GP_KERNEL_MAGIC && k->name ? k->name : "?", GP_KERNEL_ABI_VERSION);
+  uint64_t nthreads = (uint64_t)block.x * block.y * block.z;
+  uint64_t nblocks = (uint64_t)grid.x * grid.y * grid.z;
+  if (!nthreads || nthreads > MAXT || !nblocks || dynamic_shared > GP__CPU_SHARED_PER_BLOCK_OPTIN)
+    return gp__error(GP_ERROR_INVALID_CONFIGURATION, "gp_launch",
+                     "kernel '%s': block (%u,%u,%u), grid (%u,%u,%u), %zu bytes of dynamic shared memory",
+                     k->name, block.x, block.y, block.z, grid.x, grid.y, grid.z, dynamic_shared);
+  worker_t *w = worker_self();
+  if (!w) return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_launch", "no memory for the executor's state");
+  if (w->job)
+    return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_launch", "kernel '%s' launched from inside a kernel",
+                     k->name);
+
+  job_t j;
+  memset(&j, 0, offsetof(job_t, msg));
+  j.msg[0] = '\0';
+  j.k = k;
+  j.args = args;
+  j.grid = grid;
+  j.block = block;
+  j.dyn = dynamic_shared;
+  j.device = device;
+  j.nthreads = (unsigned)nthreads;
+  j.nblocks = nblocks;
+  int nw = gp__cpu_exec_threads();
+  j.chunk = nblocks / ((uint64_t)nw * 16);
+  if (j.chunk < 1) j.chunk = 1;
+  if (j.chunk > 64) j.chunk = 64;
+
+  bool posted = nw > 1 && nblocks > j.chunk;
+  if (posted) {
+    pthread_mutex_lock(&g_pool.mu);
+    pool_start_locked();
+    j.link = g_pool.jobs;
+    g_pool.jobs = &j;
+    pthread_cond_broadcast(&g_pool.work);
+    pthread_mutex_unlock(&g_pool.mu);
+  }
+  run_job(w, &j);
+  if (posted) {
+    pthread_mutex_lock(&g_pool.mu);
+    for (job_t **p = &g_pool.jobs; *p; p = &(*p)->link)
+      if (*p == &j) {
+        *p = j.link;
+        break;
+      }
+    while (j.active) pthread_cond_wait(&g_pool.done, &g_pool.mu);
+    pthread_mutex_unlock(&g_pool.mu);
+  }
+  __atomic_fetch_add(&g_stats.launches, 1, __ATOMIC_RELAXED);
+  if (j.bad_reads)
+    GP__WARN(GP__SUB_LAUNCH,
+             "kernel '%s': %u warp-operation reads of inactive or exited lanes returned poison "
+             "(first: lane %u at %s:%d)",
+             k->name, j.bad_reads, j.bad_lane, site_base(j.bad_file), j.bad_line);
+  if (__atomic_load_n(&j.failed, __ATOMIC_ACQUIRE)) {
+    __atomic_fetch_add(&g_stats.failures, 1, __ATOMIC_RELAXED);
+    return gp__error(GP_ERROR_LAUNCH_FAILED, "gp_launch", "%s", j.msg);
+  }
+  return GP_SUCCESS;
+}

@@ -1,0 +1,63 @@
+/*
+ * exec.h - the CPU SIMT executor: what the CPU runtime calls to run a kernel's grid.
+ *
+ * The executor runs blocks on a pool of OS threads (GP_CPU_THREADS, default the core
+ * count; the calling thread takes part). The threads of a block run one after another
+ * on the worker's lead stack until one reaches a barrier or warp operation; from then
+ * on that block's remaining threads run as fibers (docs/LAUNCH_ABI.md).
+ */
+#ifndef GP_CPU_EXEC_H
+#define GP_CPU_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Target limits the api layer checks before enqueueing (CUDA's values). */
+#define GP__CPU_MAX_THREADS_PER_BLOCK 1024
+#define GP__CPU_MAX_BLOCK_DIM_X 1024
+#define GP__CPU_MAX_BLOCK_DIM_Y 1024
+#define GP__CPU_MAX_BLOCK_DIM_Z 64
+#define GP__CPU_MAX_GRID_DIM_X 2147483647u
+#define GP__CPU_MAX_GRID_DIM_Y 65535u
+#define GP__CPU_MAX_GRID_DIM_Z 65535u
+/* Shared memory per block (static + dynamic) without opt-in, and with
+ * gp_kernel_set_max_dynamic_shared. Static shared memory alone is limited to the first. */
+#define GP__CPU_SHARED_PER_BLOCK ((size_t)48 * 1024)
+#define GP__CPU_SHARED_PER_BLOCK_OPTIN ((size_t)160 * 1024)
+
+/* Runs the whole grid synchronously on the calling thread plus the block thread pool.
+ * Returns GP_SUCCESS or GP_ERROR_LAUNCH_FAILED (message set: kernel, block, thread,
+ * reason); GP_ERROR_INVALID_IMAGE / GP_ERROR_INVALID_CONFIGURATION / GP_ERROR_OUT_OF_MEMORY
+ * for what the api layer should have caught or memory for stacks. Arguments are
+ * already validated. device only names the device in messages. Thread-safe: launches
+ * from several threads run concurrently and share the pool. */
+gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block,
+                              size_t dynamic_shared, void **args, int device);
+
+/* Number of OS threads a launch uses (the pool plus the caller). */
+int gp__cpu_exec_threads(void);
+
+/* Counters since the start of the process (or the last reset), for tests and benchmarks. */
+typedef struct gp__cpu_exec_stats {
+  uint64_t launches;       /* grids run */
+  uint64_t blocks;         /* blocks run */
+  uint64_t blocks_fibered; /* blocks that switched to fibers */
+  uint64_t fibers_started; /* fibers started (threads run on their own stack) */
+  uint64_t switches;       /* fiber context switches */
+  uint64_t barriers;       /* barrier arrivals */
+  uint64_t warp_ops;       /* warp-operation arrivals */
+  uint64_t failures;       /* launches that failed */
+} gp__cpu_exec_stats_t;
+GP_API void gp__cpu_exec_stats(gp__cpu_exec_stats_t *out);
+GP_API void gp__cpu_exec_stats_reset(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GP_CPU_EXEC_H */
