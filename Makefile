@@ -11,6 +11,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := all
 .SUFFIXES:
 .DELETE_ON_ERROR:
+.SECONDARY:
 
 # ---- version, read from the one header -------------------------------------------
 vfield = $(shell sed -n 's/^\#define GP_VERSION_$(1) \([0-9]*\).*/\1/p' include/gpuport/version.h)
