@@ -1,0 +1,45 @@
+/*
+ * api.h - helpers shared by the public runtime entry points (src/api_*.c): library
+ * initialisation, device-ordinal checks, the per-device property cache and the
+ * range checks on registered allocations. Backend-independent; nothing here is public.
+ */
+#ifndef GP_API_H
+#define GP_API_H
+
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Initialises the backend once (gp__be_init); every public entry point calls it first. */
+gp_status_t gp__api_init(const char *func);
+
+/* Number of devices, cached after the first successful query. GP_ERROR_NO_DEVICE (with
+ * a message naming func) when the backend has none. */
+gp_status_t gp__api_device_count(const char *func, int *count);
+
+/* GP_SUCCESS when dev names a device; GP_ERROR_INVALID_DEVICE naming argument `arg`. */
+gp_status_t gp__api_check_device(const char *func, const char *arg, int dev);
+
+/* Properties of dev (checked), from a cache filled on first use: launch checks read
+ * them on every gp_launch, and the backend query may be a driver round trip. */
+gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **props);
+
+/* Checks that [ptr, ptr + extent) does not run past the end of the registered
+ * allocation containing ptr (unregistered memory is not checked: it may be native or
+ * plain host memory). GP_ERROR_INVALID_VALUE naming `arg` otherwise. */
+gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
+                                size_t extent);
+
+/* Copies the fields of a descriptor struct that fit in the caller's struct_size:
+ * ends[] lists the end offset of each field in order (after struct_size). Fields that
+ * would be cut are not written, so an older caller's struct is never overrun. */
+void gp__api_copy_fields(void *dst, const void *src, size_t struct_size, const size_t *ends,
+                         size_t n_ends);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GP_API_H */

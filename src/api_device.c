@@ -1,0 +1,219 @@
+/*
+ * api_device.c - public entry points for the backend and version queries and for
+ * devices: argument checks once, here, then the backend (gp__be_*). Also the helpers
+ * of api.h that the other api_*.c files share.
+ */
+#include <pthread.h>
+#include <string.h>
+#include "api.h"
+
+/* ---- shared helpers --------------------------------------------------------------- */
+
+gp_status_t gp__api_init(const char *func) {
+  /* The backend sets its own message; func names the call in the TRACE breadcrumb. */
+  gp_status_t s = gp__be_init();
+  if (s != GP_SUCCESS) GP__TRACE(GP__SUB_INIT, "%s: backend initialisation failed", func);
+  return s;
+}
+
+/* The device count never changes in a process, and CUDA's query is not free. */
+static pthread_mutex_t g_count_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_count = -1;
+
+gp_status_t gp__api_device_count(const char *func, int *count) {
+  GP__TRY(gp__api_init(func));
+  pthread_mutex_lock(&g_count_mu);
+  int n = g_count;
+  pthread_mutex_unlock(&g_count_mu);
+  if (n < 0) {
+    gp_status_t s = gp__be_device_count(&n);
+    if (s != GP_SUCCESS && s != GP_ERROR_NO_DEVICE) return s;
+    if (s == GP_ERROR_NO_DEVICE) n = 0;
+    pthread_mutex_lock(&g_count_mu);
+    g_count = n;
+    pthread_mutex_unlock(&g_count_mu);
+  }
+  *count = n;
+  if (n == 0)
+    return gp__error(GP_ERROR_NO_DEVICE, func, "no %s device is present (or no driver)",
+                     gp_backend_name());
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__api_check_device(const char *func, const char *arg, int dev) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(func, &n));
+  if (dev < 0 || dev >= n)
+    return gp__error(GP_ERROR_INVALID_DEVICE, func, "'%s' is %d; devices are 0..%d", arg, dev,
+                     n - 1);
+  return GP_SUCCESS;
+}
+
+/* Properties never change either; 64 covers every machine we know (and the CPU
+ * backend's maximum). Larger ordinals are queried each time. */
+#define GP__PROPS_CACHED 64
+static pthread_mutex_t g_props_mu = PTHREAD_MUTEX_INITIALIZER;
+static gp_device_props_t g_props[GP__PROPS_CACHED];
+static bool g_props_valid[GP__PROPS_CACHED];
+static __thread gp_device_props_t tl_props; /* for ordinals beyond the cache */
+
+gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **props) {
+  GP__TRY(gp__api_check_device(func, "device", dev));
+  if (dev >= GP__PROPS_CACHED) {
+    gp_device_props_init(&tl_props);
+    GP__TRY(gp__be_device_get_props(&tl_props, dev));
+    *props = &tl_props;
+    return GP_SUCCESS;
+  }
+  pthread_mutex_lock(&g_props_mu);
+  bool valid = g_props_valid[dev];
+  pthread_mutex_unlock(&g_props_mu);
+  if (!valid) {
+    gp_device_props_t p;
+    gp_device_props_init(&p);
+    GP__TRY(gp__be_device_get_props(&p, dev));
+    pthread_mutex_lock(&g_props_mu);
+    g_props[dev] = p;
+    g_props_valid[dev] = true;
+    pthread_mutex_unlock(&g_props_mu);
+  }
+  /* Entries are written once, before valid is set, and never again. */
+  *props = &g_props[dev];
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
+                                size_t extent) {
+  gp__alloc_info_t info;
+  if (extent == 0 || !gp__alloc_find(ptr, &info)) return GP_SUCCESS;
+  size_t off = (size_t)((const char *)ptr - (const char *)info.base);
+  if (extent > info.bytes - off)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'%s' range of %zu bytes at offset %zu runs past the end of its "
+                     "allocation (%zu bytes at %p)",
+                     arg, extent, off, info.bytes, info.base);
+  return GP_SUCCESS;
+}
+
+void gp__api_copy_fields(void *dst, const void *src, size_t struct_size, const size_t *ends,
+                         size_t n_ends) {
+  size_t end = sizeof(size_t);
+  for (size_t i = 0; i < n_ends && ends[i] <= struct_size; i++) end = ends[i];
+  memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
+         end - sizeof(size_t));
+}
+
+/* ---- backend and version ---------------------------------------------------------- */
+
+GP_API gp_backend_t gp_backend(void) { return GP__BACKEND; }
+
+GP_API const char *gp_backend_name(void) {
+  switch (GP__BACKEND) {
+    case GP_BACKEND_CUDA: return "cuda";
+    case GP_BACKEND_HIP: return "hip";
+    default: return "cpu";
+  }
+}
+
+GP_API gp_status_t gp_version(int *major, int *minor, int *patch) {
+  if (major) *major = GP_VERSION_MAJOR;
+  if (minor) *minor = GP_VERSION_MINOR;
+  if (patch) *patch = GP_VERSION_PATCH;
+  return GP_SUCCESS;
+}
+
+/* ---- devices ------------------------------------------------------------------------ */
+
+GP_API gp_status_t gp_device_count(int *count) {
+  GP__CHECK_NOT_NULL(count);
+  *count = 0;
+  return gp__api_device_count(__func__, count);
+}
+
+GP_API gp_status_t gp_device_set(int device) {
+  GP__TRY(gp__api_check_device(__func__, "device", device));
+  GP__TRY(gp__be_device_set(device));
+  gp__set_current_device(device);
+  return GP_SUCCESS;
+}
+
+GP_API gp_status_t gp_device_get(int *device) {
+  GP__CHECK_NOT_NULL(device);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  *device = gp__current_device();
+  return GP_SUCCESS;
+}
+
+/* End offsets of gp_device_props_t's fields, in order, for struct_size handling. */
+#define GP__END(type, f) (offsetof(type, f) + sizeof(((type *)0)->f))
+static const size_t g_props_ends[] = {
+    GP__END(gp_device_props_t, name),
+    GP__END(gp_device_props_t, arch),
+    GP__END(gp_device_props_t, total_memory),
+    GP__END(gp_device_props_t, multiprocessor_count),
+    GP__END(gp_device_props_t, warp_size),
+    GP__END(gp_device_props_t, max_threads_per_block),
+    GP__END(gp_device_props_t, max_block_dim),
+    GP__END(gp_device_props_t, max_grid_dim),
+    GP__END(gp_device_props_t, shared_memory_per_block),
+    GP__END(gp_device_props_t, shared_memory_per_block_optin),
+    GP__END(gp_device_props_t, l2_cache_size),
+    GP__END(gp_device_props_t, clock_rate_khz),
+    GP__END(gp_device_props_t, compute_capability_major),
+    GP__END(gp_device_props_t, compute_capability_minor),
+    GP__END(gp_device_props_t, pci_bus_id),
+};
+
+GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device) {
+  GP__CHECK_NOT_NULL(props);
+  GP__CHECK_ARG(props->struct_size >= g_props_ends[0],
+                "'props->struct_size' is %zu, too small for the first field (initialise "
+                "'props' with gp_device_props_init())",
+                props->struct_size);
+  const gp_device_props_t *full;
+  GP__TRY(gp__api_props(__func__, device, &full));
+  gp__api_copy_fields(props, full, props->struct_size, g_props_ends,
+                      sizeof(g_props_ends) / sizeof(g_props_ends[0]));
+  return GP_SUCCESS;
+}
+
+GP_API gp_status_t gp_device_synchronize(void) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_device_synchronize());
+  return gp__async_error_report(gp__current_device(), __func__);
+}
+
+GP_API gp_status_t gp_device_reset(void) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  return gp__be_device_reset();
+}
+
+GP_API gp_status_t gp_device_can_access_peer(int *can_access, int device, int peer) {
+  GP__CHECK_NOT_NULL(can_access);
+  *can_access = 0;
+  GP__TRY(gp__api_check_device(__func__, "device", device));
+  GP__TRY(gp__api_check_device(__func__, "peer", peer));
+  /* A device is not its own peer: 0 and success, as cudaDeviceCanAccessPeer, so
+   * loops over all pairs need no special case. */
+  if (device == peer) return GP_SUCCESS;
+  return gp__be_device_can_access_peer(can_access, device, peer);
+}
+
+GP_API gp_status_t gp_device_enable_peer_access(int peer) {
+  GP__TRY(gp__api_check_device(__func__, "peer", peer));
+  int cur = gp__current_device();
+  GP__CHECK_ARG(peer != cur, "'peer' is %d, the current device itself", peer);
+  return gp__be_device_enable_peer_access(peer);
+}
+
+GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest) {
+  GP__TRY(gp__api_init(__func__));
+  int l = 0, g = 0;
+  GP__TRY(gp__be_stream_priority_range(&l, &g));
+  if (least) *least = l;
+  if (greatest) *greatest = g;
+  return GP_SUCCESS;
+}

@@ -1,0 +1,158 @@
+/*
+ * api_launch.c - public entry points for kernel launch: the descriptor and launch
+ * configuration are checked here, against the device's limits, before anything is
+ * enqueued (API.md "Kernels"); and the per-kernel dynamic shared memory limits of
+ * gp_kernel_set_max_dynamic_shared(), which every backend's launch check reads.
+ */
+#include <pthread.h>
+#include "api.h"
+#include "launch.h"
+
+/* ---- per-kernel dynamic shared memory limits ------------------------------------------ */
+
+/* Few kernels ever raise their limit (the big GEMM/attention tiles): a small array
+ * under a lock is enough, and it never allocates. */
+#define GP__SHMEM_TABLE 256
+static pthread_mutex_t g_shmem_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  gp_kernel_t kernel;
+  size_t bytes;
+} g_shmem[GP__SHMEM_TABLE];
+static int g_shmem_n;
+
+size_t gp__kernel_max_dynamic_shared(gp_kernel_t kernel) {
+  size_t bytes = 0;
+  pthread_mutex_lock(&g_shmem_mu);
+  for (int i = 0; i < g_shmem_n; i++)
+    if (g_shmem[i].kernel == kernel) bytes = g_shmem[i].bytes;
+  pthread_mutex_unlock(&g_shmem_mu);
+  return bytes;
+}
+
+static gp_status_t shmem_table_set(gp_kernel_t kernel, size_t bytes) {
+  gp_status_t s = GP_SUCCESS;
+  pthread_mutex_lock(&g_shmem_mu);
+  int i = 0;
+  while (i < g_shmem_n && g_shmem[i].kernel != kernel) i++;
+  if (i == GP__SHMEM_TABLE) {
+    s = GP__ERR(GP_ERROR_OUT_OF_MEMORY,
+                "more than %d kernels have a raised dynamic shared memory limit",
+                GP__SHMEM_TABLE);
+  } else {
+    g_shmem[i].kernel = kernel;
+    g_shmem[i].bytes = bytes;
+    if (i == g_shmem_n) g_shmem_n++;
+  }
+  pthread_mutex_unlock(&g_shmem_mu);
+  return s;
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
+  if (k == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'kernel' is NULL");
+  if (k->magic != GP_KERNEL_MAGIC)
+    return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                     "'kernel' (%p) is not a kernel descriptor (magic 0x%08x): name kernels "
+                     "with GP_KERNEL_REF()",
+                     (const void *)k, k->magic);
+  if (k->abi_version != GP_KERNEL_ABI_VERSION)
+    return gp__error(GP_ERROR_INVALID_IMAGE, func,
+                     "'kernel' '%s' has descriptor ABI version %u; this library reads %u: "
+                     "rebuild the kernel",
+                     k->name ? k->name : "?", k->abi_version, GP_KERNEL_ABI_VERSION);
+  if (k->backend != GP__BACKEND)
+    return gp__error(GP_ERROR_INVALID_IMAGE, func,
+                     "'kernel' '%s' was compiled for backend %d, this library is the %s backend",
+                     k->name ? k->name : "?", k->backend, gp_backend_name());
+  bool has_entry = GP__BACKEND == GP_BACKEND_CPU
+                       ? (k->cpu_run_block != NULL || k->cpu_run_thread != NULL)
+                       : k->gpu_entry != NULL;
+  if (!has_entry || k->num_params < 0 || (k->num_params > 0 && k->param_sizes == NULL))
+    return gp__error(GP_ERROR_INVALID_IMAGE, func,
+                     "'kernel' '%s' has an incomplete descriptor (no entry point or "
+                     "parameter sizes)",
+                     k->name ? k->name : "?");
+  return GP_SUCCESS;
+}
+
+static gp_status_t check_dims(const char *func, const char *arg, gp_dim3_t d, const int max[3]) {
+  const unsigned v[3] = {d.x, d.y, d.z};
+  static const char axis[3] = {'x', 'y', 'z'};
+  for (int i = 0; i < 3; i++) {
+    if (v[i] == 0 || v[i] > (unsigned)max[i])
+      return gp__error(GP_ERROR_INVALID_CONFIGURATION, func,
+                       "'%s.%c' is %u; the device allows 1..%d", arg, axis[i], v[i], max[i]);
+  }
+  return GP_SUCCESS;
+}
+
+static gp_status_t check_config(const char *func, gp_kernel_t k, gp_dim3_t grid,
+                                gp_dim3_t block, size_t shmem, const gp_device_props_t *p) {
+  GP__TRY(check_dims(func, "grid", grid, p->max_grid_dim));
+  GP__TRY(check_dims(func, "block", block, p->max_block_dim));
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  uint64_t max_threads = (uint64_t)p->max_threads_per_block;
+  if (k->max_threads_per_block > 0 && (uint64_t)k->max_threads_per_block < max_threads)
+    max_threads = (uint64_t)k->max_threads_per_block;
+  if (threads > max_threads)
+    return gp__error(GP_ERROR_INVALID_CONFIGURATION, func,
+                     "'block' has %llu threads (%u x %u x %u); at most %llu per block",
+                     (unsigned long long)threads, block.x, block.y, block.z,
+                     (unsigned long long)max_threads);
+  size_t raised = gp__kernel_max_dynamic_shared(k);
+  size_t limit = raised > p->shared_memory_per_block ? raised : p->shared_memory_per_block;
+  if (shmem > limit)
+    return gp__error(GP_ERROR_INVALID_CONFIGURATION, func,
+                     "'dynamic_shared_bytes' is %zu; kernel '%s' may use %zu on this device%s",
+                     shmem, k->name ? k->name : "?", limit,
+                     raised ? "" : " (raise it with gp_kernel_set_max_dynamic_shared)");
+  return GP_SUCCESS;
+}
+
+static gp_status_t check_args(const char *func, gp_kernel_t k, void **args) {
+  if (k->num_params > 0 && args == NULL)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'args' is NULL but kernel '%s' has %d parameters", k->name ? k->name : "?",
+                     k->num_params);
+  for (int i = 0; i < k->num_params; i++)
+    if (args[i] == NULL)
+      return gp__error(GP_ERROR_INVALID_VALUE, func,
+                       "'args[%d]' is NULL: each entry points to the argument's value", i);
+  return GP_SUCCESS;
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
+                             size_t dynamic_shared_bytes, gp_stream_t stream, void **args) {
+  GP__TRY(gp__kernel_check(kernel, __func__));
+  GP__TRY(check_args(__func__, kernel, args));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  /* The limits of the current device: a stream of another device has the same limits
+   * on every machine gpuport supports (one device model per process in practice). */
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
+  GP__TRY(check_config(__func__, kernel, grid, block, dynamic_shared_bytes, p));
+  GP__TRACE(GP__SUB_LAUNCH, "gp_launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %zu",
+            kernel->name ? kernel->name : "?", grid.x, grid.y, grid.z, block.x, block.y,
+            block.z, dynamic_shared_bytes);
+  return gp__be_launch(kernel, grid, block, dynamic_shared_bytes, s, args);
+}
+
+GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes) {
+  GP__TRY(gp__kernel_check(kernel, __func__));
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
+  GP__CHECK_ARG(bytes <= p->shared_memory_per_block_optin,
+                "'bytes' is %zu; the device's opt-in maximum is %zu", bytes,
+                p->shared_memory_per_block_optin);
+  GP__TRY(gp__be_kernel_set_max_dynamic_shared(kernel, bytes));
+  return shmem_table_set(kernel, bytes);
+}
+
+GP_API const char *gp_kernel_name(gp_kernel_t kernel) {
+  if (kernel == NULL || kernel->magic != GP_KERNEL_MAGIC) return NULL;
+  return kernel->name;
+}

@@ -1,0 +1,421 @@
+/*
+ * api_memory.c - public entry points for memory: allocation, free, copies, sets and
+ * pointer queries. Every allocation gpuport hands out goes in the allocation registry
+ * (internal.h), which is what lets a foreign, double, interior or mismatched free be an
+ * error instead of a crash, and lets copies check their ranges (API.md "Memory").
+ */
+#include <stdint.h>
+#include <string.h>
+#include "api.h"
+
+/* ---- frees: one claim path for every release function ------------------------------ */
+
+static const char *alloc_fn(gp__alloc_kind_t kind) {
+  switch (kind) {
+    case GP__ALLOC_HOST: return "gp_malloc_host";
+    case GP__ALLOC_MANAGED: return "gp_malloc_managed";
+    case GP__ALLOC_REGISTERED: return "gp_host_register";
+    default: return "gp_malloc";
+  }
+}
+
+static const char *release_fn(gp__alloc_kind_t kind) {
+  switch (kind) {
+    case GP__ALLOC_HOST: return "gp_free_host";
+    case GP__ALLOC_REGISTERED: return "gp_host_unregister";
+    default: return "gp_free";
+  }
+}
+
+static gp_status_t not_ours(const char *func, const void *ptr) {
+  gp_pointer_attributes_t a;
+  gp_pointer_attributes_init(&a);
+  if (gp__be_pointer_native(ptr, &a)) {
+    bool host = a.type == GP_MEMORY_HOST;
+    const char *native = GP__BACKEND == GP_BACKEND_HIP ? (host ? "hipHostFree" : "hipFree")
+                                                       : (host ? "cudaFreeHost" : "cudaFree");
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' (%p) was allocated by the native runtime, not by gpuport: free it "
+                     "with %s",
+                     ptr, native);
+  }
+  return gp__error(GP_ERROR_INVALID_VALUE, func,
+                   "'ptr' (%p) was not allocated by gpuport, or was already freed", ptr);
+}
+
+/* Finds ptr, checks it is the start of an allocation of an accepted kind (kinds is a
+ * bit mask of 1u << gp__alloc_kind_t), and removes it from the registry. Removal is
+ * the atomic claim: of two threads freeing one pointer, exactly one succeeds. */
+static gp_status_t claim(const char *func, void *ptr, unsigned kinds, gp__alloc_info_t *out) {
+  gp__alloc_info_t info;
+  if (!gp__alloc_find(ptr, &info)) return not_ours(func, ptr);
+  if (info.base != ptr)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' (%p) points %zu bytes into an allocation of %zu bytes at %p: "
+                     "pass the pointer the allocation returned",
+                     ptr, (size_t)((char *)ptr - (char *)info.base), info.bytes, info.base);
+  if (!(kinds & (1u << info.kind)))
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' (%p) was allocated with %s: release it with %s", ptr,
+                     alloc_fn(info.kind), release_fn(info.kind));
+  if (gp__alloc_unregister(ptr, out) != GP_SUCCESS) return not_ours(func, ptr);
+  GP__TRACE(GP__SUB_MEM, "%s: %zu bytes at %p (device %d)", func, info.bytes, ptr, info.device);
+  return GP_SUCCESS;
+}
+
+/* Registers a fresh allocation; undoes it when the registry cannot take it. */
+static gp_status_t register_new(void **ptr, void *p, size_t bytes, gp__alloc_kind_t kind) {
+  int dev = gp__current_device();
+  gp_status_t s = gp__alloc_register(p, bytes, kind, dev);
+  if (s != GP_SUCCESS) {
+    gp__alloc_info_t info = {p, bytes, kind, dev};
+    if (kind == GP__ALLOC_HOST)
+      (void)gp__be_free_host(p);
+    else
+      (void)gp__be_free(p, &info);
+    return s;
+  }
+  GP__TRACE(GP__SUB_MEM, "%s: %zu bytes at %p (device %d)", alloc_fn(kind), bytes, p, dev);
+  *ptr = p;
+  return GP_SUCCESS;
+}
+
+/* ---- allocation --------------------------------------------------------------------- */
+
+GP_API gp_status_t gp_malloc(void **ptr, size_t bytes) {
+  GP__CHECK_NOT_NULL(ptr);
+  *ptr = NULL;
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  if (bytes == 0) return GP_SUCCESS;
+  void *p = NULL;
+  GP__TRY(gp__be_malloc(&p, bytes));
+  return register_new(ptr, p, bytes, GP__ALLOC_DEVICE);
+}
+
+GP_API gp_status_t gp_free(void *ptr) {
+  if (ptr == NULL) return GP_SUCCESS;
+  GP__TRY(gp__api_init(__func__));
+  gp__alloc_info_t info;
+  GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_DEVICE | 1u << GP__ALLOC_MANAGED, &info));
+  return gp__be_free(ptr, &info);
+}
+
+GP_API gp_status_t gp_malloc_host(void **ptr, size_t bytes) {
+  GP__CHECK_NOT_NULL(ptr);
+  *ptr = NULL;
+  GP__TRY(gp__api_init(__func__));
+  if (bytes == 0) return GP_SUCCESS;
+  void *p = NULL;
+  GP__TRY(gp__be_malloc_host(&p, bytes));
+  return register_new(ptr, p, bytes, GP__ALLOC_HOST);
+}
+
+GP_API gp_status_t gp_free_host(void *ptr) {
+  if (ptr == NULL) return GP_SUCCESS;
+  GP__TRY(gp__api_init(__func__));
+  gp__alloc_info_t info;
+  GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_HOST, &info));
+  return gp__be_free_host(ptr);
+}
+
+GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes) {
+  GP__CHECK_NOT_NULL(ptr);
+  *ptr = NULL;
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  if (bytes == 0) return GP_SUCCESS;
+  void *p = NULL;
+  GP__TRY(gp__be_malloc_managed(&p, bytes));
+  return register_new(ptr, p, bytes, GP__ALLOC_MANAGED);
+}
+
+GP_API gp_status_t gp_host_register(void *ptr, size_t bytes) {
+  GP__CHECK_NOT_NULL(ptr);
+  GP__CHECK_ARG(bytes > 0, "'bytes' is 0");
+  GP__CHECK_ARG(bytes - 1 <= UINTPTR_MAX - (uintptr_t)ptr,
+                "'ptr' + 'bytes' (%p + %zu) wraps around the address space", ptr, bytes);
+  GP__TRY(gp__api_init(__func__));
+  gp__alloc_info_t info;
+  /* Both ends: the registry answers point queries; a range strictly inside the new one
+   * is caught by the native runtime on the GPU backends. */
+  if (gp__alloc_find(ptr, &info) || gp__alloc_find((char *)ptr + bytes - 1, &info))
+    return GP__ERR(GP_ERROR_INVALID_VALUE,
+                   "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
+                   bytes, alloc_fn(info.kind), info.bytes, info.base);
+  GP__TRY(gp__be_host_register(ptr, bytes));
+  gp_status_t s = gp__alloc_register(ptr, bytes, GP__ALLOC_REGISTERED, gp__current_device());
+  if (s != GP_SUCCESS) (void)gp__be_host_unregister(ptr);
+  return s;
+}
+
+GP_API gp_status_t gp_host_unregister(void *ptr) {
+  GP__CHECK_NOT_NULL(ptr);
+  GP__TRY(gp__api_init(__func__));
+  gp__alloc_info_t info;
+  GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_REGISTERED, &info));
+  return gp__be_host_unregister(ptr);
+}
+
+GP_API gp_status_t gp_malloc_async(void **ptr, size_t bytes, gp_stream_t stream) {
+  GP__CHECK_NOT_NULL(ptr);
+  *ptr = NULL;
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  if (bytes == 0) return GP_SUCCESS;
+  void *p = NULL;
+  GP__TRY(gp__be_malloc_async(&p, bytes, s));
+  return register_new(ptr, p, bytes, GP__ALLOC_DEVICE);
+}
+
+GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream) {
+  GP__TRY(gp__api_init(__func__));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  if (ptr == NULL) return GP_SUCCESS;
+  gp__alloc_info_t info;
+  GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_DEVICE, &info));
+  gp_status_t st = gp__be_free_async(ptr, s);
+  if (st != GP_SUCCESS) (void)gp__alloc_register(info.base, info.bytes, info.kind, info.device);
+  return st;
+}
+
+/* ---- copies and sets ------------------------------------------------------------------ */
+
+/* Bytes spanned by height rows of width bytes, pitch apart; false on overflow. */
+static bool extent_2d(size_t pitch, size_t width, size_t height, size_t *extent) {
+  if (height == 0 || width == 0) {
+    *extent = 0;
+    return true;
+  }
+  if (height - 1 > (SIZE_MAX - width) / pitch) return false;
+  *extent = (height - 1) * pitch + width;
+  return true;
+}
+
+static gp_status_t check_copy(const char *func, void *dst, const void *src, size_t bytes) {
+  if (bytes == 0) return GP_SUCCESS;
+  if (dst == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'dst' is NULL (bytes = %zu)", bytes);
+  if (src == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'src' is NULL (bytes = %zu)", bytes);
+  GP__TRY(gp__api_check_range(func, "dst", dst, bytes));
+  return gp__api_check_range(func, "src", src, bytes);
+}
+
+static gp_status_t check_copy_2d(const char *func, void *dst, size_t dpitch, const void *src,
+                                 size_t spitch, size_t width, size_t height) {
+  if (width == 0 || height == 0) return GP_SUCCESS;
+  if (dst == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'dst' is NULL");
+  if (src == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'src' is NULL");
+  if (dpitch < width)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'dpitch' (%zu) is less than 'width_bytes' (%zu)", dpitch, width);
+  if (spitch < width)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'spitch' (%zu) is less than 'width_bytes' (%zu)", spitch, width);
+  size_t dext, sext;
+  if (!extent_2d(dpitch, width, height, &dext) || !extent_2d(spitch, width, height, &sext))
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'height' (%zu) rows of the given pitches overflow the address space",
+                     height);
+  GP__TRY(gp__api_check_range(func, "dst", dst, dext));
+  return gp__api_check_range(func, "src", src, sext);
+}
+
+/* A synchronous call waits for earlier work, so it returns that work's faults. */
+static gp_status_t sync_result(const char *func, gp_status_t s) {
+  if (s != GP_SUCCESS) return s;
+  return gp__async_error_report(gp__current_device(), func);
+}
+
+GP_API gp_status_t gp_memcpy(void *dst, const void *src, size_t bytes) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(check_copy(__func__, dst, src, bytes));
+  if (bytes == 0) return GP_SUCCESS;
+  return sync_result(__func__, gp__be_memcpy_2d_async(dst, bytes, src, bytes, bytes, 1,
+                                                      GP_STREAM_LEGACY, true));
+}
+
+GP_API gp_status_t gp_memcpy_async(void *dst, const void *src, size_t bytes, gp_stream_t stream) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  GP__TRY(check_copy(__func__, dst, src, bytes));
+  if (bytes == 0) return GP_SUCCESS;
+  return gp__be_memcpy_2d_async(dst, bytes, src, bytes, bytes, 1, s, false);
+}
+
+GP_API gp_status_t gp_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width_bytes, size_t height) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(check_copy_2d(__func__, dst, dpitch, src, spitch, width_bytes, height));
+  if (width_bytes == 0 || height == 0) return GP_SUCCESS;
+  return sync_result(__func__, gp__be_memcpy_2d_async(dst, dpitch, src, spitch, width_bytes,
+                                                      height, GP_STREAM_LEGACY, true));
+}
+
+GP_API gp_status_t gp_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                      size_t width_bytes, size_t height, gp_stream_t stream) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  GP__TRY(check_copy_2d(__func__, dst, dpitch, src, spitch, width_bytes, height));
+  if (width_bytes == 0 || height == 0) return GP_SUCCESS;
+  return gp__be_memcpy_2d_async(dst, dpitch, src, spitch, width_bytes, height, s, false);
+}
+
+/* A registered device allocation must live on the device the caller names. */
+static gp_status_t check_on_device(const char *func, const char *arg, const void *p, int dev) {
+  gp__alloc_info_t info;
+  if (gp__alloc_find(p, &info) && info.kind == GP__ALLOC_DEVICE && info.device != dev)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'%s' (%p) is memory of device %d, but its device argument says %d", arg,
+                     p, info.device, dev);
+  return GP_SUCCESS;
+}
+
+static gp_status_t check_peer(const char *func, void *dst, int dst_device, const void *src,
+                              int src_device, size_t bytes) {
+  GP__TRY(gp__api_check_device(func, "dst_device", dst_device));
+  GP__TRY(gp__api_check_device(func, "src_device", src_device));
+  GP__TRY(check_copy(func, dst, src, bytes));
+  if (bytes == 0) return GP_SUCCESS;
+  GP__TRY(check_on_device(func, "dst", dst, dst_device));
+  return check_on_device(func, "src", src, src_device);
+}
+
+GP_API gp_status_t gp_memcpy_peer(void *dst, int dst_device, const void *src, int src_device,
+                                  size_t bytes) {
+  GP__TRY(check_peer(__func__, dst, dst_device, src, src_device, bytes));
+  if (bytes == 0) return GP_SUCCESS;
+  return sync_result(__func__, gp__be_memcpy_peer_async(dst, dst_device, src, src_device,
+                                                        bytes, GP_STREAM_LEGACY, true));
+}
+
+GP_API gp_status_t gp_memcpy_peer_async(void *dst, int dst_device, const void *src,
+                                        int src_device, size_t bytes, gp_stream_t stream) {
+  GP__TRY(check_peer(__func__, dst, dst_device, src, src_device, bytes));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  if (bytes == 0) return GP_SUCCESS;
+  return gp__be_memcpy_peer_async(dst, dst_device, src, src_device, bytes, s, false);
+}
+
+static gp_status_t check_set(const char *func, void *ptr, size_t bytes) {
+  if (bytes == 0) return GP_SUCCESS;
+  if (ptr == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'ptr' is NULL (bytes = %zu)", bytes);
+  return gp__api_check_range(func, "ptr", ptr, bytes);
+}
+
+static gp_status_t check_set_d32(const char *func, void *ptr, size_t count) {
+  if (count == 0) return GP_SUCCESS;
+  if (ptr == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'ptr' is NULL (count = %zu)", count);
+  if ((uintptr_t)ptr % 4 != 0)
+    return gp__error(GP_ERROR_INVALID_VALUE, func, "'ptr' (%p) is not 4-byte aligned", ptr);
+  if (count > SIZE_MAX / 4)
+    return gp__error(GP_ERROR_INVALID_VALUE, func, "'count' (%zu) words overflow the address space",
+                     count);
+  return gp__api_check_range(func, "ptr", ptr, count * 4);
+}
+
+GP_API gp_status_t gp_memset(void *ptr, int value, size_t bytes) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(check_set(__func__, ptr, bytes));
+  if (bytes == 0) return GP_SUCCESS;
+  return sync_result(__func__, gp__be_memset_async(ptr, value, bytes, GP_STREAM_LEGACY, true));
+}
+
+GP_API gp_status_t gp_memset_async(void *ptr, int value, size_t bytes, gp_stream_t stream) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  GP__TRY(check_set(__func__, ptr, bytes));
+  if (bytes == 0) return GP_SUCCESS;
+  return gp__be_memset_async(ptr, value, bytes, s, false);
+}
+
+GP_API gp_status_t gp_memset_d32(void *ptr, uint32_t value, size_t count) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(check_set_d32(__func__, ptr, count));
+  if (count == 0) return GP_SUCCESS;
+  return sync_result(__func__,
+                     gp__be_memset_d32_async(ptr, value, count, GP_STREAM_LEGACY, true));
+}
+
+GP_API gp_status_t gp_memset_d32_async(void *ptr, uint32_t value, size_t count,
+                                       gp_stream_t stream) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  GP__TRY(check_set_d32(__func__, ptr, count));
+  if (count == 0) return GP_SUCCESS;
+  return gp__be_memset_d32_async(ptr, value, count, s, false);
+}
+
+/* ---- queries ---------------------------------------------------------------------------- */
+
+GP_API gp_status_t gp_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  size_t f = 0, t = 0;
+  GP__TRY(gp__be_mem_get_info(&f, &t));
+  if (free_bytes) *free_bytes = f;
+  if (total_bytes) *total_bytes = t;
+  return GP_SUCCESS;
+}
+
+static const size_t g_attr_ends[] = {
+    offsetof(gp_pointer_attributes_t, type) + sizeof(gp_memory_type_t),
+    offsetof(gp_pointer_attributes_t, device) + sizeof(int),
+    offsetof(gp_pointer_attributes_t, device_pointer) + sizeof(void *),
+    offsetof(gp_pointer_attributes_t, host_pointer) + sizeof(void *),
+    offsetof(gp_pointer_attributes_t, native) + sizeof(int),
+};
+
+/* What the registry knows, in cudaPointerGetAttributes' terms: device memory has no
+ * host address, host and managed memory have both. */
+static void attrs_from_registry(gp_pointer_attributes_t *a, const gp__alloc_info_t *info,
+                                const void *ptr) {
+  static const gp_memory_type_t types[] = {
+      [GP__ALLOC_DEVICE] = GP_MEMORY_DEVICE, [GP__ALLOC_HOST] = GP_MEMORY_HOST,
+      [GP__ALLOC_MANAGED] = GP_MEMORY_MANAGED, [GP__ALLOC_REGISTERED] = GP_MEMORY_HOST};
+  a->type = types[info->kind];
+  a->device = info->device;
+  a->device_pointer = (void *)ptr;
+  a->host_pointer = info->kind == GP__ALLOC_DEVICE ? NULL : (void *)ptr;
+  a->native = 0;
+}
+
+GP_API gp_status_t gp_pointer_get_attributes(gp_pointer_attributes_t *attr, const void *ptr) {
+  GP__CHECK_NOT_NULL(attr);
+  GP__CHECK_ARG(attr->struct_size >= g_attr_ends[0],
+                "'attr->struct_size' is %zu, too small for the first field (initialise "
+                "'attr' with gp_pointer_attributes_init())",
+                attr->struct_size);
+  GP__CHECK_NOT_NULL(ptr);
+  GP__TRY(gp__api_init(__func__));
+  gp_pointer_attributes_t full;
+  gp_pointer_attributes_init(&full);
+  gp__alloc_info_t info;
+  if (gp__alloc_find(ptr, &info)) {
+    attrs_from_registry(&full, &info, ptr);
+  } else if (gp__be_pointer_native(ptr, &full)) {
+    full.native = 1;
+  } else {
+    full.type = GP_MEMORY_UNREGISTERED;
+    full.device = -1;
+    full.host_pointer = (void *)ptr;
+  }
+  gp__api_copy_fields(attr, &full, attr->struct_size, g_attr_ends,
+                      sizeof(g_attr_ends) / sizeof(g_attr_ends[0]));
+  return GP_SUCCESS;
+}

@@ -1,0 +1,197 @@
+/*
+ * api_stream.c - public entry points for streams, events and host callbacks, and the
+ * stream-handle resolution every api file shares. Handles are checked against the
+ * handle registry (a destroyed or foreign handle is an error, not a read of freed
+ * memory); the backends register them when they create them.
+ */
+#include "api.h"
+
+gp_status_t gp__stream_resolve(gp_stream_t s, const char *func, gp_stream_t *out) {
+  /* The named default streams pass through: each backend maps them to its own object. */
+  if (s == NULL || s == GP_STREAM_LEGACY || s == GP_STREAM_PER_THREAD ||
+      gp__handle_valid(s, GP__H_STREAM)) {
+    *out = s;
+    return GP_SUCCESS;
+  }
+  return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                   "'stream' (%p) is not a live gpuport stream (destroyed, or never created)",
+                   (void *)s);
+}
+
+static gp_status_t check_event(const char *func, const char *arg, gp_event_t e) {
+  if (e == NULL) return gp__error(GP_ERROR_INVALID_HANDLE, func, "'%s' is NULL", arg);
+  if (!gp__handle_valid(e, GP__H_EVENT))
+    return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                     "'%s' (%p) is not a live gpuport event (destroyed, or never created)", arg,
+                     (void *)e);
+  return GP_SUCCESS;
+}
+
+/* A wait returns the faults of the work it waited for (API.md "Asynchronous errors"). */
+static gp_status_t sync_result(const char *func, gp_status_t s) {
+  if (s != GP_SUCCESS) return s;
+  return gp__async_error_report(gp__current_device(), func);
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+static gp_status_t stream_create(const char *func, gp_stream_t *stream, unsigned flags,
+                                 int priority) {
+  if (stream == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'stream' is NULL");
+  *stream = NULL;
+  if (flags & ~GP_STREAM_NON_BLOCKING)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'flags' (0x%x) has bits other than GP_STREAM_NON_BLOCKING", flags);
+  int n = 0;
+  GP__TRY(gp__api_device_count(func, &n));
+  int least = 0, greatest = 0;
+  GP__TRY(gp__be_stream_priority_range(&least, &greatest));
+  /* Out-of-range priorities are clamped, as cudaStreamCreateWithPriority does. */
+  if (priority > least) priority = least;
+  if (priority < greatest) priority = greatest;
+  return gp__be_stream_create(stream, flags, priority);
+}
+
+GP_API gp_status_t gp_stream_create(gp_stream_t *stream) {
+  return stream_create(__func__, stream, GP_STREAM_DEFAULT, 0);
+}
+
+GP_API gp_status_t gp_stream_create_with_flags(gp_stream_t *stream, unsigned flags) {
+  return stream_create(__func__, stream, flags, 0);
+}
+
+GP_API gp_status_t gp_stream_create_with_priority(gp_stream_t *stream, int priority) {
+  return stream_create(__func__, stream, GP_STREAM_DEFAULT, priority);
+}
+
+GP_API gp_status_t gp_stream_destroy(gp_stream_t stream) {
+  if (stream == NULL) return GP_SUCCESS;
+  GP__TRY(gp__api_init(__func__));
+  GP__CHECK_ARG(stream != GP_STREAM_LEGACY && stream != GP_STREAM_PER_THREAD,
+                "'stream' is a default stream, which cannot be destroyed");
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  return gp__be_stream_destroy(s);
+}
+
+GP_API gp_status_t gp_stream_synchronize(gp_stream_t stream) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  return sync_result(__func__, gp__be_stream_synchronize(s));
+}
+
+GP_API gp_status_t gp_stream_query(gp_stream_t stream) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  /* NOT_READY is an answer, not a failure: it sets no message. */
+  return sync_result(__func__, gp__be_stream_query(s));
+}
+
+GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  GP__TRY(check_event(__func__, "event", event));
+  return gp__be_stream_wait_event(s, event);
+}
+
+GP_API gp_status_t gp_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user) {
+  GP__CHECK_NOT_NULL(fn);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  return gp__be_launch_host_func(s, fn, user);
+}
+
+GP_API void *gp_stream_native(gp_stream_t stream) {
+  gp_stream_t s = NULL;
+  if (gp__api_init(__func__) != GP_SUCCESS || gp__stream_resolve(stream, __func__, &s) != GP_SUCCESS)
+    return NULL;
+  return gp__be_stream_native(s);
+}
+
+GP_API gp_status_t gp_stream_wrap(gp_stream_t *stream, void *native) {
+  GP__CHECK_NOT_NULL(stream);
+  *stream = NULL;
+  GP__CHECK_ARG(native != NULL,
+                "'native' is NULL (the default stream needs no wrapper: pass NULL as the "
+                "gp_stream_t)");
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  return gp__be_stream_wrap(stream, native);
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+GP_API gp_status_t gp_event_create(gp_event_t *event) {
+  return gp_event_create_with_flags(event, GP_EVENT_DEFAULT);
+}
+
+GP_API gp_status_t gp_event_create_with_flags(gp_event_t *event, unsigned flags) {
+  GP__CHECK_NOT_NULL(event);
+  *event = NULL;
+  GP__CHECK_ARG(!(flags & ~(GP_EVENT_BLOCKING_SYNC | GP_EVENT_DISABLE_TIMING)),
+                "'flags' (0x%x) has bits other than GP_EVENT_BLOCKING_SYNC and "
+                "GP_EVENT_DISABLE_TIMING",
+                flags);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  return gp__be_event_create(event, flags);
+}
+
+GP_API gp_status_t gp_event_record(gp_event_t event, gp_stream_t stream) {
+  GP__TRY(gp__api_init(__func__));
+  GP__TRY(check_event(__func__, "event", event));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  return gp__be_event_record(event, s);
+}
+
+GP_API gp_status_t gp_event_synchronize(gp_event_t event) {
+  GP__TRY(gp__api_init(__func__));
+  GP__TRY(check_event(__func__, "event", event));
+  return sync_result(__func__, gp__be_event_synchronize(event));
+}
+
+GP_API gp_status_t gp_event_query(gp_event_t event) {
+  GP__TRY(gp__api_init(__func__));
+  GP__TRY(check_event(__func__, "event", event));
+  return gp__be_event_query(event);
+}
+
+GP_API gp_status_t gp_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end) {
+  GP__CHECK_NOT_NULL(ms);
+  *ms = 0.0f;
+  GP__TRY(gp__api_init(__func__));
+  GP__TRY(check_event(__func__, "start", start));
+  GP__TRY(check_event(__func__, "end", end));
+  return gp__be_event_elapsed_ms(ms, start, end);
+}
+
+GP_API gp_status_t gp_event_destroy(gp_event_t event) {
+  if (event == NULL) return GP_SUCCESS;
+  GP__TRY(gp__api_init(__func__));
+  GP__TRY(check_event(__func__, "event", event));
+  return gp__be_event_destroy(event);
+}
+
+GP_API void *gp_event_native(gp_event_t event) {
+  if (gp__api_init(__func__) != GP_SUCCESS || check_event(__func__, "event", event) != GP_SUCCESS)
+    return NULL;
+  return gp__be_event_native(event);
+}
+
+GP_API gp_status_t gp_event_wrap(gp_event_t *event, void *native) {
+  GP__CHECK_NOT_NULL(event);
+  *event = NULL;
+  GP__CHECK_NOT_NULL(native);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  return gp__be_event_wrap(event, native);
+}

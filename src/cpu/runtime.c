@@ -1,0 +1,275 @@
+/*
+ * runtime.c - the CPU backend's devices and memory (gp__be_* of internal.h).
+ *
+ * GP_CPU_DEVICES virtual devices (default 1, at most 64) share the host's memory and
+ * cores; each accounts for the device and managed memory allocated on it, so
+ * gp_mem_get_info() behaves like a device of the host's memory size. Device memory
+ * is host memory with a small header in front that records its size and device, so a
+ * stream-ordered free (which learns nothing but the pointer) can keep the accounting.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cpu.h"
+#include "exec.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GP__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GP__ASAN 1
+#endif
+#endif
+#ifdef GP__ASAN
+#include <sanitizer/asan_interface.h>
+#define GP__POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define GP__UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define GP__POISON(p, n) ((void)(p), (void)(n))
+#define GP__UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#if defined(__x86_64__)
+#define GP__CPU_ARCH "cpu-x86_64"
+#elif defined(__aarch64__)
+#define GP__CPU_ARCH "cpu-aarch64"
+#else
+#define GP__CPU_ARCH "cpu-unknown"
+#endif
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static int g_ndev = 1;
+static size_t g_total;                                 /* bytes per virtual device */
+static _Atomic size_t g_used[GP__CPU_MAX_DEVICES];     /* device + managed bytes in use */
+
+static void init_once(void) {
+  long n = gp__env_long("GP_CPU_DEVICES", 1);
+  if (n < 1 || n > GP__CPU_MAX_DEVICES) {
+    GP__WARN(GP__SUB_INIT, "GP_CPU_DEVICES=%ld is outside 1..%d; using %d", n,
+             GP__CPU_MAX_DEVICES, n < 1 ? 1 : GP__CPU_MAX_DEVICES);
+    n = n < 1 ? 1 : GP__CPU_MAX_DEVICES;
+  }
+  g_ndev = (int)n;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  g_total = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)1 << 32;
+  /* The stream layer calls the handle registry under its own lock, so its fork handler
+   * must take its lock before the registry's: fork runs prepare handlers in reverse
+   * order of installation, so the registry's (installed at its first use) goes first. */
+  (void)gp__alloc_find(&g_once, NULL);
+  gp__cpu_streams_init(g_ndev);
+  GP__INFO(GP__SUB_INIT, "cpu backend: %d virtual device(s), %zu bytes each", g_ndev, g_total);
+}
+
+gp_status_t gp__be_init(void) {
+  pthread_once(&g_once, init_once);
+  return GP_SUCCESS;
+}
+
+int gp__cpu_device_count(void) {
+  gp__be_init();
+  return g_ndev;
+}
+
+/* ---- devices ------------------------------------------------------------------------ */
+
+gp_status_t gp__be_device_count(int *count) {
+  *count = gp__cpu_device_count();
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_set(int device) {
+  (void)device; /* the current device is the api layer's thread-local; nothing to bind */
+  return GP_SUCCESS;
+}
+
+static int worker_count(void) {
+  long n = gp__env_long("GP_CPU_THREADS", 0);
+  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static size_t l2_size(void) {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (v > 0) return (size_t)v;
+#endif
+  return 0;
+}
+
+gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
+  snprintf(p->name, sizeof(p->name), "gpuport CPU device %d", device);
+  snprintf(p->arch, sizeof(p->arch), "%s", GP__CPU_ARCH);
+  p->total_memory = g_total;
+  p->multiprocessor_count = worker_count();
+  p->warp_size = gp__env_long("GP_CPU_WARP_SIZE", 32) == 64 ? 64 : 32;
+  p->max_threads_per_block = GP__CPU_MAX_THREADS_PER_BLOCK; /* the executor's limits */
+  p->max_block_dim[0] = GP__CPU_MAX_BLOCK_DIM_X;
+  p->max_block_dim[1] = GP__CPU_MAX_BLOCK_DIM_Y;
+  p->max_block_dim[2] = GP__CPU_MAX_BLOCK_DIM_Z;
+  p->max_grid_dim[0] = (int)GP__CPU_MAX_GRID_DIM_X;
+  p->max_grid_dim[1] = (int)GP__CPU_MAX_GRID_DIM_Y;
+  p->max_grid_dim[2] = (int)GP__CPU_MAX_GRID_DIM_Z;
+  p->shared_memory_per_block = GP__CPU_SHARED_PER_BLOCK;
+  p->shared_memory_per_block_optin = GP__CPU_SHARED_PER_BLOCK_OPTIN;
+  p->l2_cache_size = l2_size();
+  p->clock_rate_khz = 0;
+  p->compute_capability_major = 0;
+  p->compute_capability_minor = 0;
+  p->pci_bus_id = -1;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_synchronize(void) {
+  gp__cpu_device_drain(gp__current_device());
+  return GP_SUCCESS;
+}
+
+static void drop_alloc(const gp__alloc_info_t *info, void *user) {
+  (void)user;
+  if (info->kind == GP__ALLOC_DEVICE || info->kind == GP__ALLOC_MANAGED)
+    gp__cpu_device_free(info->base);
+  else if (info->kind == GP__ALLOC_HOST)
+    free(info->base);
+  /* GP__ALLOC_REGISTERED: the application's memory, only forgotten */
+}
+
+gp_status_t gp__be_device_reset(void) {
+  int dev = gp__current_device();
+  gp__cpu_device_drain(dev);
+  gp__cpu_device_release_handles(dev);
+  gp__alloc_drop_device(dev, drop_alloc, NULL);
+  (void)gp__async_error_take(dev);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_can_access_peer(int *can, int device, int peer) {
+  (void)device;
+  (void)peer;
+  *can = 1; /* one address space */
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_enable_peer_access(int peer) {
+  (void)peer;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_stream_priority_range(int *least, int *greatest) {
+  *least = 0; /* CUDA's range on current GPUs */
+  *greatest = -5;
+  return GP_SUCCESS;
+}
+
+/* ---- device and managed memory ------------------------------------------------------- */
+
+/* The header sits in the GP__CPU_ALIGN bytes before the pointer handed out; it is
+ * poisoned under AddressSanitizer, so an underflow into it is still reported. The
+ * user's part ends exactly at the requested size, so overflows are reported too. */
+typedef struct mem_hdr {
+  size_t bytes;
+  int device;
+  uint32_t magic;
+} mem_hdr_t;
+#define GP__MEM_MAGIC 0x4d707067u
+
+static gp_status_t device_alloc(void **ptr, size_t bytes, int dev, const char *what) {
+  /* Reserve first, so concurrent allocations cannot overcommit the device together. */
+  size_t before = atomic_fetch_add(&g_used[dev], bytes);
+  if (bytes > g_total || before > g_total - bytes) {
+    atomic_fetch_sub(&g_used[dev], bytes);
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, what,
+                     "%zu bytes requested; device %d has %zu of %zu bytes free", bytes, dev,
+                     before < g_total ? g_total - before : 0, g_total);
+  }
+  void *raw = NULL;
+  if (posix_memalign(&raw, GP__CPU_ALIGN, GP__CPU_ALIGN + bytes) != 0) {
+    atomic_fetch_sub(&g_used[dev], bytes);
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, what, "%zu bytes: the host is out of memory",
+                     bytes);
+  }
+  mem_hdr_t *h = (mem_hdr_t *)raw;
+  h->bytes = bytes;
+  h->device = dev;
+  h->magic = GP__MEM_MAGIC;
+  GP__POISON(raw, GP__CPU_ALIGN);
+  *ptr = (char *)raw + GP__CPU_ALIGN;
+  return GP_SUCCESS;
+}
+
+void gp__cpu_device_free(void *ptr) {
+  void *raw = (char *)ptr - GP__CPU_ALIGN;
+  GP__UNPOISON(raw, GP__CPU_ALIGN);
+  mem_hdr_t *h = (mem_hdr_t *)raw;
+  atomic_fetch_sub(&g_used[h->device], h->bytes);
+  h->magic = 0;
+  free(raw);
+}
+
+gp_status_t gp__be_malloc(void **ptr, size_t bytes) {
+  return device_alloc(ptr, bytes, gp__current_device(), "gp_malloc");
+}
+
+gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes) {
+  return device_alloc(ptr, bytes, gp__current_device(), "gp_malloc_managed");
+}
+
+gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream) {
+  (void)stream; /* host memory is usable at once, which is stream order and more */
+  return device_alloc(ptr, bytes, gp__current_device(), "gp_malloc_async");
+}
+
+gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info) {
+  /* As cudaFree: work still running on the device may use the memory. */
+  gp__cpu_device_drain(info->device);
+  gp__cpu_device_free(ptr);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, GP__CPU_ALIGN, bytes) != 0)
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_malloc_host",
+                     "%zu bytes: the host is out of memory", bytes);
+  *ptr = p;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_free_host(void *ptr) {
+  /* Pinned memory may be the source of an async copy still queued. */
+  for (int d = 0; d < g_ndev; d++) gp__cpu_device_drain(d);
+  free(ptr);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_host_register(void *ptr, size_t bytes) {
+  (void)ptr; /* host memory needs no pinning for a CPU device */
+  (void)bytes;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_host_unregister(void *ptr) {
+  (void)ptr;
+  return GP_SUCCESS;
+}
+
+bool gp__be_pointer_native(const void *ptr, gp_pointer_attributes_t *attr) {
+  (void)ptr; /* the CPU backend has no native allocator besides gpuport's own */
+  (void)attr;
+  return false;
+}
+
+gp_status_t gp__be_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
+  size_t used = atomic_load(&g_used[gp__current_device()]);
+  *total_bytes = g_total;
+  *free_bytes = used < g_total ? g_total - used : 0;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes) {
+  (void)kernel; /* the limit lives in the api layer's table (src/launch.h), which the */
+  (void)bytes;  /* launch check reads; the executor sizes each launch's arena itself */
+  return GP_SUCCESS;
+}

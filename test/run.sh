@@ -1,0 +1,102 @@
+#!/bin/sh
+# run.sh DIR [TOOL] - runs every test binary (test_*) in DIR and, when TOOL is given and
+# exists, `TOOL selftest`. The cpu backend runs everything twice, with 1 and with 4
+# virtual devices (GP_CPU_DEVICES), so multi-device code paths are exercised; the cuda
+# and hip binaries run once, without Check's fork (CUDA is undefined after fork), and
+# skip by themselves when no device answers.
+#
+# Environment: BACKEND (cpu|cuda|hip; default: guessed from DIR, else cpu), SAN=1 for
+# sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900).
+# Prints one header line per run and ends with "N passed, N failed" (binaries x runs);
+# exits non-zero when anything failed.
+
+dir=$1
+tool=$2
+if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+  echo "usage: $0 DIR [TOOL]" >&2
+  exit 2
+fi
+
+if [ -z "$BACKEND" ]; then
+  case "$dir" in
+    *cuda*) BACKEND=cuda ;;
+    *hip*) BACKEND=hip ;;
+    *) BACKEND=cpu ;;
+  esac
+fi
+
+if [ "$SAN" = 1 ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export ASAN_OPTIONS UBSAN_OPTIONS
+fi
+if [ "$BACKEND" != cpu ]; then
+  CK_FORK=no
+  export CK_FORK
+fi
+
+limit=${GP_TEST_TIMEOUT:-900}
+runner=""
+if command -v timeout >/dev/null 2>&1; then runner="timeout $limit"; fi
+
+passed=0
+failed=0
+failures=""
+
+# run LABEL DEVICES CMD...: one run, counted.
+run() {
+  label=$1
+  devs=$2
+  shift 2
+  if [ -n "$devs" ]; then
+    echo "== $label [$BACKEND, GP_CPU_DEVICES=$devs${SAN:+, SAN=$SAN}] =="
+    GP_CPU_DEVICES=$devs $runner "$@"
+  else
+    echo "== $label [$BACKEND${SAN:+, SAN=$SAN}] =="
+    $runner "$@"
+  fi
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures="$failures
+  $label (${devs:+GP_CPU_DEVICES=$devs, }exit $rc)"
+  fi
+}
+
+if [ "$BACKEND" = cpu ]; then device_runs="1 4"; else device_runs=""; fi
+
+found=0
+for bin in "$dir"/test_*; do
+  if [ ! -f "$bin" ] || [ ! -x "$bin" ]; then continue; fi
+  found=$((found + 1))
+  name=$(basename "$bin")
+  if [ -n "$device_runs" ]; then
+    for n in $device_runs; do run "$name" "$n" "$bin"; done
+  else
+    run "$name" "" "$bin"
+  fi
+done
+if [ $found -eq 0 ]; then
+  echo "no test binaries in $dir" >&2
+  failed=$((failed + 1))
+fi
+
+if [ -n "$tool" ]; then
+  if [ -x "$tool" ]; then
+    if [ -n "$device_runs" ]; then
+      for n in $device_runs; do run "$(basename "$tool") selftest" "$n" "$tool" selftest; done
+    else
+      run "$(basename "$tool") selftest" "" "$tool" selftest
+    fi
+  else
+    echo "($tool not built: selftest skipped)"
+  fi
+fi
+
+if [ $failed -ne 0 ]; then
+  echo "failed:$failures"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

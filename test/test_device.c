@@ -1,0 +1,291 @@
+/*
+ * test_device.c - backend and version queries, devices, peers, priorities, device
+ * reset. Adapts to the device count it finds (run with GP_CPU_DEVICES=1 and =4);
+ * skips when the backend has no device.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gpuport.h>
+
+#define OK(expr)                                                                           \
+  do {                                                                                     \
+    gp_status_t ok_s_ = (expr);                                                            \
+    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
+                  gp_last_error_message());                                                \
+  } while (0)
+
+/* The call returns status and the thread's message names the argument (word). */
+#define FAILS(expr, status, word)                                                          \
+  do {                                                                                     \
+    gp_status_t f_s_ = (expr);                                                             \
+    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
+                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
+    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
+                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
+                  (word));                                                                 \
+  } while (0)
+
+/* Number of devices, or 0: the test then passes without running (no device here). */
+static int devices(void) {
+  int n = 0;
+  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
+}
+#define NEED_DEVICES(min, n)                                                               \
+  int n = devices();                                                                       \
+  if (n < (min)) return
+
+/* The library still works after a failed call. */
+static void still_usable(void) {
+  void *p = NULL;
+  int v = 7, w = 0;
+  OK(gp_malloc(&p, sizeof(int)));
+  OK(gp_memcpy(p, &v, sizeof v));
+  OK(gp_memcpy(&w, p, sizeof w));
+  ck_assert_int_eq(w, 7);
+  OK(gp_free(p));
+}
+
+START_TEST(backend_and_version) {
+  gp_backend_t b = gp_backend();
+  const char *name = gp_backend_name();
+  ck_assert(b == GP_BACKEND_CPU || b == GP_BACKEND_CUDA || b == GP_BACKEND_HIP);
+  ck_assert_str_eq(name, b == GP_BACKEND_CPU ? "cpu" : b == GP_BACKEND_CUDA ? "cuda" : "hip");
+  int ma = -1, mi = -1, pa = -1;
+  OK(gp_version(&ma, &mi, &pa));
+  ck_assert_int_eq(ma, GP_VERSION_MAJOR);
+  ck_assert_int_eq(mi, GP_VERSION_MINOR);
+  ck_assert_int_eq(pa, GP_VERSION_PATCH);
+  OK(gp_version(NULL, NULL, NULL));
+}
+END_TEST
+
+START_TEST(device_count) {
+  NEED_DEVICES(1, n);
+  ck_assert_int_ge(n, 1);
+  if (gp_backend() == GP_BACKEND_CPU) {
+    const char *env = getenv("GP_CPU_DEVICES");
+    ck_assert_int_eq(n, env ? atoi(env) : 1);
+  }
+  FAILS(gp_device_count(NULL), GP_ERROR_INVALID_VALUE, "count");
+  still_usable();
+}
+END_TEST
+
+START_TEST(device_set_get) {
+  NEED_DEVICES(1, n);
+  int d = -1;
+  OK(gp_device_get(&d));
+  ck_assert_int_eq(d, 0);
+  for (int i = n - 1; i >= 0; i--) {
+    OK(gp_device_set(i));
+    OK(gp_device_get(&d));
+    ck_assert_int_eq(d, i);
+  }
+  FAILS(gp_device_set(-1), GP_ERROR_INVALID_DEVICE, "device");
+  FAILS(gp_device_set(n), GP_ERROR_INVALID_DEVICE, "device");
+  FAILS(gp_device_get(NULL), GP_ERROR_INVALID_VALUE, "device");
+  OK(gp_device_get(&d));
+  ck_assert_int_eq(d, 0); /* failed sets change nothing */
+  still_usable();
+}
+END_TEST
+
+static void *thread_device(void *arg) {
+  int *out = arg, d = -1;
+  if (gp_device_get(&d) != GP_SUCCESS) return NULL;
+  out[0] = d; /* a new thread starts on device 0 */
+  if (gp_device_set(out[1]) != GP_SUCCESS || gp_device_get(&d) != GP_SUCCESS) return NULL;
+  out[2] = d;
+  return NULL;
+}
+
+START_TEST(current_device_is_per_thread) {
+  NEED_DEVICES(1, n);
+  OK(gp_device_set(n - 1));
+  int r[3] = {-1, n - 1, -1};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, thread_device, r), 0);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(r[0], 0);
+  ck_assert_int_eq(r[2], n - 1);
+  int d = -1;
+  OK(gp_device_get(&d));
+  ck_assert_int_eq(d, n - 1);
+  OK(gp_device_set(0));
+}
+END_TEST
+
+START_TEST(device_props) {
+  NEED_DEVICES(1, n);
+  for (int d = 0; d < n; d++) {
+    gp_device_props_t p;
+    gp_device_props_init(&p);
+    OK(gp_device_get_props(&p, d));
+    ck_assert(p.name[0] != '\0');
+    ck_assert(p.total_memory > 0);
+    ck_assert_int_ge(p.multiprocessor_count, 1);
+    ck_assert(p.warp_size == 32 || p.warp_size == 64);
+    ck_assert_int_ge(p.max_threads_per_block, 256);
+    ck_assert_int_ge(p.max_grid_dim[0], 65535);
+    ck_assert(p.shared_memory_per_block_optin >= p.shared_memory_per_block);
+    if (gp_backend() == GP_BACKEND_CPU) {
+      char want[64];
+      snprintf(want, sizeof want, "gpuport CPU device %d", d);
+      ck_assert_str_eq(p.name, want);
+      ck_assert(strncmp(p.arch, "cpu-", 4) == 0);
+      ck_assert_int_eq(p.max_threads_per_block, 1024);
+      ck_assert_int_eq(p.max_block_dim[0], 1024);
+      ck_assert_int_eq(p.max_block_dim[2], 64);
+      ck_assert_int_eq(p.max_grid_dim[0], 2147483647);
+      ck_assert_int_eq(p.max_grid_dim[1], 65535);
+      ck_assert_uint_eq(p.shared_memory_per_block, 48 * 1024);
+      ck_assert_uint_eq(p.shared_memory_per_block_optin, 160 * 1024);
+      ck_assert_int_eq(p.pci_bus_id, -1);
+      const char *w = getenv("GP_CPU_WARP_SIZE");
+      ck_assert_int_eq(p.warp_size, w && atoi(w) == 64 ? 64 : 32);
+    }
+  }
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  FAILS(gp_device_get_props(NULL, 0), GP_ERROR_INVALID_VALUE, "props");
+  FAILS(gp_device_get_props(&p, n), GP_ERROR_INVALID_DEVICE, "device");
+  FAILS(gp_device_get_props(&p, -1), GP_ERROR_INVALID_DEVICE, "device");
+  p.struct_size = 0;
+  FAILS(gp_device_get_props(&p, 0), GP_ERROR_INVALID_VALUE, "struct_size");
+  still_usable();
+}
+END_TEST
+
+START_TEST(device_props_older_struct) {
+  NEED_DEVICES(1, n);
+  /* A caller built when the struct ended after `name`: nothing beyond it is written. */
+  gp_device_props_t p;
+  memset(&p, 0xab, sizeof p);
+  p.struct_size = offsetof(gp_device_props_t, arch);
+  OK(gp_device_get_props(&p, 0));
+  ck_assert(p.name[0] != '\0' && p.name[0] != (char)0xab);
+  for (size_t i = 0; i < sizeof p.arch; i++) ck_assert_int_eq((unsigned char)p.arch[i], 0xab);
+  ck_assert_int_eq((unsigned char)((char *)&p)[sizeof p - 1], 0xab);
+  /* A struct cut in the middle of a field does not get that field. */
+  memset(&p, 0xab, sizeof p);
+  p.struct_size = offsetof(gp_device_props_t, total_memory) + 4;
+  OK(gp_device_get_props(&p, 0));
+  ck_assert(p.arch[0] != (char)0xab);
+  ck_assert_int_eq((unsigned char)((char *)&p.total_memory)[0], 0xab);
+}
+END_TEST
+
+START_TEST(warp_size_env) {
+  const char *fork_mode = getenv("CK_FORK");
+  if (gp_backend() != GP_BACKEND_CPU || (fork_mode && strcmp(fork_mode, "no") == 0)) return;
+  /* Properties are read once per process; this test's process is fresh (Check forks). */
+  setenv("GP_CPU_WARP_SIZE", "64", 1);
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  OK(gp_device_get_props(&p, 0));
+  ck_assert_int_eq(p.warp_size, 64);
+}
+END_TEST
+
+START_TEST(device_synchronize) {
+  NEED_DEVICES(1, n);
+  for (int d = 0; d < n; d++) {
+    OK(gp_device_set(d));
+    OK(gp_device_synchronize());
+  }
+  OK(gp_device_set(0));
+}
+END_TEST
+
+START_TEST(device_reset) {
+  NEED_DEVICES(1, n);
+  int dev = n - 1;
+  OK(gp_device_set(dev));
+  gp_stream_t s = NULL;
+  gp_event_t e = NULL;
+  void *p = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp_event_create(&e));
+  OK(gp_malloc(&p, 4096));
+  OK(gp_memset_async(p, 1, 4096, s));
+  OK(gp_event_record(e, s));
+  OK(gp_device_reset());
+  /* Its handles and allocations are gone; using them is an error, not a crash. */
+  FAILS(gp_stream_synchronize(s), GP_ERROR_INVALID_HANDLE, "stream");
+  FAILS(gp_event_query(e), GP_ERROR_INVALID_HANDLE, "event");
+  FAILS(gp_free(p), GP_ERROR_INVALID_VALUE, "ptr");
+  if (gp_backend() == GP_BACKEND_CPU) {
+    size_t free_b = 0, total = 0;
+    OK(gp_mem_get_info(&free_b, &total));
+    ck_assert_uint_eq(free_b, total);
+  }
+  still_usable();
+  OK(gp_stream_create(&s));
+  OK(gp_stream_synchronize(s));
+  OK(gp_stream_destroy(s));
+  OK(gp_device_set(0));
+}
+END_TEST
+
+START_TEST(peer_access) {
+  NEED_DEVICES(1, n);
+  int can = -1;
+  OK(gp_device_can_access_peer(&can, 0, 0));
+  ck_assert_int_eq(can, 0); /* a device is not its own peer, as CUDA */
+  FAILS(gp_device_can_access_peer(NULL, 0, 0), GP_ERROR_INVALID_VALUE, "can_access");
+  FAILS(gp_device_can_access_peer(&can, n, 0), GP_ERROR_INVALID_DEVICE, "device");
+  FAILS(gp_device_can_access_peer(&can, 0, n), GP_ERROR_INVALID_DEVICE, "peer");
+  FAILS(gp_device_enable_peer_access(0), GP_ERROR_INVALID_VALUE, "peer");
+  FAILS(gp_device_enable_peer_access(n), GP_ERROR_INVALID_DEVICE, "peer");
+  if (n >= 2) {
+    OK(gp_device_can_access_peer(&can, 0, n - 1));
+    if (gp_backend() == GP_BACKEND_CPU) ck_assert_int_eq(can, 1);
+    if (can) {
+      OK(gp_device_enable_peer_access(n - 1));
+      OK(gp_device_enable_peer_access(n - 1)); /* twice is not an error */
+    }
+  }
+  still_usable();
+}
+END_TEST
+
+START_TEST(priority_range) {
+  int least = 99, greatest = 99;
+  OK(gp_device_stream_priority_range(&least, &greatest));
+  ck_assert_int_le(greatest, least);
+  if (gp_backend() == GP_BACKEND_CPU) {
+    ck_assert_int_eq(least, 0);
+    ck_assert_int_eq(greatest, -5);
+  }
+  OK(gp_device_stream_priority_range(NULL, NULL));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("device");
+  TCase *tc = tcase_create("device");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, backend_and_version);
+  tcase_add_test(tc, device_count);
+  tcase_add_test(tc, device_set_get);
+  tcase_add_test(tc, current_device_is_per_thread);
+  tcase_add_test(tc, device_props);
+  tcase_add_test(tc, device_props_older_struct);
+  tcase_add_test(tc, warp_size_env);
+  tcase_add_test(tc, device_synchronize);
+  tcase_add_test(tc, device_reset);
+  tcase_add_test(tc, peer_access);
+  tcase_add_test(tc, priority_range);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,500 @@
+/*
+ * test_memory.c - allocation, free (foreign, double, interior and mismatched frees are
+ * errors, never crashes), copies, sets, memory info and pointer attributes. Adapts to
+ * the device count it finds; skips when the backend has no device.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gpuport.h>
+
+#define OK(expr)                                                                           \
+  do {                                                                                     \
+    gp_status_t ok_s_ = (expr);                                                            \
+    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
+                  gp_last_error_message());                                                \
+  } while (0)
+
+/* The call returns status and the thread's message names the argument (word). */
+#define FAILS(expr, status, word)                                                          \
+  do {                                                                                     \
+    gp_status_t f_s_ = (expr);                                                             \
+    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
+                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
+    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
+                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
+                  (word));                                                                 \
+  } while (0)
+
+static int devices(void) {
+  int n = 0;
+  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
+}
+#define NEED_DEVICES(min, n)                                                               \
+  int n = devices();                                                                       \
+  if (n < (min)) return
+
+static bool is_cpu(void) { return gp_backend() == GP_BACKEND_CPU; }
+
+static void still_usable(void) {
+  void *p = NULL;
+  int v = 7, w = 0;
+  OK(gp_malloc(&p, sizeof(int)));
+  OK(gp_memcpy(p, &v, sizeof v));
+  OK(gp_memcpy(&w, p, sizeof w));
+  ck_assert_int_eq(w, 7);
+  OK(gp_free(p));
+}
+
+/* ---- allocation and free ------------------------------------------------------------ */
+
+START_TEST(malloc_roundtrip) {
+  NEED_DEVICES(1, n);
+  for (int d = 0; d < n; d++) {
+    OK(gp_device_set(d));
+    enum { N = 1000 };
+    int host[N], back[N];
+    for (int i = 0; i < N; i++) host[i] = i * 3 + d;
+    void *p = NULL;
+    OK(gp_malloc(&p, sizeof host));
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p % 256, 0);
+    OK(gp_memcpy(p, host, sizeof host));
+    memset(back, 0, sizeof back);
+    OK(gp_memcpy(back, p, sizeof back));
+    ck_assert_int_eq(memcmp(host, back, sizeof host), 0);
+    OK(gp_free(p));
+  }
+  OK(gp_device_set(0));
+}
+END_TEST
+
+START_TEST(malloc_edge_cases) {
+  NEED_DEVICES(1, n);
+  void *p = (void *)0x1;
+  OK(gp_malloc(&p, 0));
+  ck_assert_ptr_null(p);
+  OK(gp_free(NULL));
+  OK(gp_free_host(NULL));
+  FAILS(gp_malloc(NULL, 16), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_malloc_host(NULL, 16), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_malloc_managed(NULL, 16), GP_ERROR_INVALID_VALUE, "ptr");
+  p = (void *)0x1;
+  gp_status_t s = gp_malloc(&p, SIZE_MAX / 2);
+  ck_assert_msg(s == GP_ERROR_OUT_OF_MEMORY, "%s", gp_status_name(s));
+  ck_assert_ptr_null(p);
+  still_usable();
+}
+END_TEST
+
+START_TEST(free_foreign_pointer) {
+  NEED_DEVICES(1, n);
+  char *m = malloc(64);
+  FAILS(gp_free(m), GP_ERROR_INVALID_VALUE, "ptr");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "not allocated by gpuport"));
+  FAILS(gp_free_host(m), GP_ERROR_INVALID_VALUE, "ptr");
+  int local = 0;
+  FAILS(gp_free(&local), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_free((void *)(uintptr_t)0x1000), GP_ERROR_INVALID_VALUE, "ptr");
+  free(m);
+  still_usable();
+}
+END_TEST
+
+START_TEST(free_twice) {
+  NEED_DEVICES(1, n);
+  void *p = NULL, *h = NULL;
+  OK(gp_malloc(&p, 128));
+  OK(gp_free(p));
+  FAILS(gp_free(p), GP_ERROR_INVALID_VALUE, "ptr");
+  OK(gp_malloc_host(&h, 128));
+  OK(gp_free_host(h));
+  FAILS(gp_free_host(h), GP_ERROR_INVALID_VALUE, "ptr");
+  still_usable();
+}
+END_TEST
+
+START_TEST(free_interior_pointer) {
+  NEED_DEVICES(1, n);
+  char *p = NULL;
+  OK(gp_malloc((void **)&p, 1024));
+  FAILS(gp_free(p + 16), GP_ERROR_INVALID_VALUE, "ptr");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "into an allocation"));
+  OK(gp_free(p)); /* the allocation is intact */
+  still_usable();
+}
+END_TEST
+
+START_TEST(free_wrong_function) {
+  NEED_DEVICES(1, n);
+  void *d = NULL, *h = NULL, *m = NULL;
+  OK(gp_malloc(&d, 64));
+  OK(gp_malloc_host(&h, 64));
+  OK(gp_malloc_managed(&m, 64));
+  FAILS(gp_free(h), GP_ERROR_INVALID_VALUE, "gp_free_host");
+  FAILS(gp_free_host(d), GP_ERROR_INVALID_VALUE, "gp_free");
+  FAILS(gp_free_host(m), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_host_unregister(d), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_free_async(h, NULL), GP_ERROR_INVALID_VALUE, "ptr");
+  OK(gp_free(d)); /* all three survive the wrong calls */
+  OK(gp_free_host(h));
+  OK(gp_free(m));
+  still_usable();
+}
+END_TEST
+
+START_TEST(host_and_managed) {
+  NEED_DEVICES(1, n);
+  int *h = NULL, *m = NULL;
+  OK(gp_malloc_host((void **)&h, 256 * sizeof(int)));
+  OK(gp_malloc_managed((void **)&m, 256 * sizeof(int)));
+  for (int i = 0; i < 256; i++) h[i] = i; /* both are host-accessible */
+  OK(gp_memcpy(m, h, 256 * sizeof(int)));
+  OK(gp_device_synchronize());
+  for (int i = 0; i < 256; i++) ck_assert_int_eq(m[i], i);
+  OK(gp_free_host(h));
+  OK(gp_free(m));
+}
+END_TEST
+
+START_TEST(host_register) {
+  NEED_DEVICES(1, n);
+  size_t bytes = 1 << 16;
+  char *buf = malloc(bytes);
+  OK(gp_host_register(buf, bytes));
+  gp_pointer_attributes_t a;
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, buf + 100));
+  ck_assert_int_eq(a.type, GP_MEMORY_HOST);
+  FAILS(gp_host_register(buf + 10, 10), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_host_register(NULL, 10), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_host_register(buf, 0), GP_ERROR_INVALID_VALUE, "bytes");
+  FAILS(gp_host_unregister(buf + 1), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_free(buf), GP_ERROR_INVALID_VALUE, "gp_host_unregister");
+  OK(gp_host_unregister(buf));
+  FAILS(gp_host_unregister(buf), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_host_unregister(NULL), GP_ERROR_INVALID_VALUE, "ptr");
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, buf));
+  ck_assert_int_eq(a.type, GP_MEMORY_UNREGISTERED);
+  free(buf);
+  still_usable();
+}
+END_TEST
+
+START_TEST(malloc_free_async) {
+  NEED_DEVICES(1, n);
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  int *p = NULL, v[64], w[64];
+  for (int i = 0; i < 64; i++) v[i] = i;
+  OK(gp_malloc_async((void **)&p, sizeof v, s));
+  OK(gp_memcpy_async(p, v, sizeof v, s));
+  OK(gp_memcpy_async(w, p, sizeof w, s));
+  OK(gp_free_async(p, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(memcmp(v, w, sizeof v), 0);
+  FAILS(gp_free_async(p, s), GP_ERROR_INVALID_VALUE, "ptr"); /* twice */
+  FAILS(gp_malloc_async(NULL, 16, s), GP_ERROR_INVALID_VALUE, "ptr");
+  /* A bad stream frees nothing. */
+  OK(gp_malloc_async((void **)&p, 64, NULL));
+  FAILS(gp_free_async(p, (gp_stream_t)(uintptr_t)0xdead0), GP_ERROR_INVALID_HANDLE, "stream");
+  FAILS(gp_malloc_async((void **)&p, 64, (gp_stream_t)(uintptr_t)0xdead0),
+        GP_ERROR_INVALID_HANDLE, "stream");
+  OK(gp_free_async(NULL, s));
+  OK(gp_stream_destroy(s));
+  FAILS(gp_free_async(p, s), GP_ERROR_INVALID_HANDLE, "stream");
+  OK(gp_free(p)); /* gp_free accepts stream-ordered memory too */
+  still_usable();
+}
+END_TEST
+
+START_TEST(mem_get_info) {
+  NEED_DEVICES(1, n);
+  size_t f0 = 0, t0 = 0, f1 = 0, t1 = 0;
+  OK(gp_mem_get_info(&f0, &t0));
+  ck_assert(t0 > 0 && f0 <= t0);
+  OK(gp_mem_get_info(NULL, NULL));
+  OK(gp_mem_get_info(&f1, NULL));
+  if (!is_cpu()) return;
+  void *p = NULL;
+  OK(gp_malloc(&p, 64 << 20));
+  OK(gp_mem_get_info(&f1, &t1));
+  ck_assert_uint_eq(t1, t0);
+  ck_assert_uint_eq(f0 - f1, 64 << 20);
+  if (n > 1) { /* each virtual device accounts for its own memory */
+    OK(gp_device_set(1));
+    OK(gp_mem_get_info(&f1, NULL));
+    ck_assert_uint_eq(f1, t0);
+    OK(gp_device_set(0));
+  }
+  OK(gp_free(p));
+  OK(gp_mem_get_info(&f1, NULL));
+  ck_assert_uint_eq(f1, f0);
+  /* More than the device has fails cleanly. */
+  FAILS(gp_malloc(&p, t0 + 1), GP_ERROR_OUT_OF_MEMORY, "bytes");
+}
+END_TEST
+
+/* ---- copies and sets ---------------------------------------------------------------- */
+
+START_TEST(memcpy_checks) {
+  NEED_DEVICES(1, n);
+  char *p = NULL, host[256];
+  OK(gp_malloc((void **)&p, 128));
+  OK(gp_memcpy(NULL, NULL, 0));
+  FAILS(gp_memcpy(NULL, host, 16), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy(host, NULL, 16), GP_ERROR_INVALID_VALUE, "src");
+  FAILS(gp_memcpy(p, host, 129), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy(host, p + 64, 65), GP_ERROR_INVALID_VALUE, "src");
+  FAILS(gp_memcpy_async(p + 100, host, 29, NULL), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy_async(p, host, 16, (gp_stream_t)(uintptr_t)0xbad0), GP_ERROR_INVALID_HANDLE,
+        "stream");
+  OK(gp_memcpy(p + 64, host, 64)); /* exactly to the end is fine */
+  OK(gp_free(p));
+  still_usable();
+}
+END_TEST
+
+START_TEST(memcpy_device_to_device) {
+  NEED_DEVICES(1, n);
+  gp_stream_t s = NULL;
+  OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
+  float v[512], w[512];
+  for (int i = 0; i < 512; i++) v[i] = (float)i * 0.5f;
+  void *a = NULL, *b = NULL;
+  OK(gp_malloc(&a, sizeof v));
+  OK(gp_malloc(&b, sizeof v));
+  OK(gp_memcpy_async(a, v, sizeof v, s));
+  OK(gp_memcpy_async(b, a, sizeof v, s));
+  OK(gp_memcpy_async(w, b, sizeof v, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(memcmp(v, w, sizeof v), 0);
+  OK(gp_free(a));
+  OK(gp_free(b));
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+START_TEST(memcpy_2d) {
+  NEED_DEVICES(1, n);
+  enum { W = 10, H = 7, SP = 16, DP = 32 };
+  unsigned char src[SP * H], back[W * H];
+  for (int i = 0; i < SP * H; i++) src[i] = (unsigned char)i;
+  unsigned char *d = NULL;
+  OK(gp_malloc((void **)&d, DP * H));
+  OK(gp_memset(d, 0xee, DP * H));
+  OK(gp_memcpy_2d(d, DP, src, SP, W, H));
+  OK(gp_memcpy_2d(back, W, d, DP, W, H));
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) ck_assert_int_eq(back[r * W + c], src[r * SP + c]);
+  unsigned char row[DP];
+  OK(gp_memcpy(row, d + DP, DP));
+  ck_assert_int_eq(row[W], 0xee); /* the pitch padding is untouched */
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  memset(back, 0, sizeof back);
+  OK(gp_memcpy_2d_async(back, W, d, DP, W, H, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(back[W * H - 1], src[SP * (H - 1) + W - 1]);
+  OK(gp_memcpy_2d(NULL, DP, src, SP, 0, H)); /* empty */
+  FAILS(gp_memcpy_2d(d, 8, src, SP, W, H), GP_ERROR_INVALID_VALUE, "dpitch");
+  FAILS(gp_memcpy_2d(d, DP, src, 8, W, H), GP_ERROR_INVALID_VALUE, "spitch");
+  FAILS(gp_memcpy_2d(NULL, DP, src, SP, W, H), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy_2d(d, DP, NULL, SP, W, H), GP_ERROR_INVALID_VALUE, "src");
+  FAILS(gp_memcpy_2d(d, DP, src, SP, W, H + 1), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy_2d(d, SIZE_MAX / 2, src, SP, W, 4), GP_ERROR_INVALID_VALUE, "height");
+  FAILS(gp_memcpy_2d_async(d, DP, src, SP, W, H, (gp_stream_t)(uintptr_t)0x10),
+        GP_ERROR_INVALID_HANDLE, "stream");
+  OK(gp_stream_destroy(s));
+  OK(gp_free(d));
+  still_usable();
+}
+END_TEST
+
+START_TEST(memcpy_peer) {
+  NEED_DEVICES(1, n);
+  int last = n - 1, v[32], w[32];
+  for (int i = 0; i < 32; i++) v[i] = 100 + i;
+  void *a = NULL, *b = NULL;
+  OK(gp_device_set(0));
+  OK(gp_malloc(&a, sizeof v));
+  OK(gp_device_set(last));
+  OK(gp_malloc(&b, sizeof v));
+  OK(gp_device_set(0));
+  OK(gp_memcpy(a, v, sizeof v));
+  OK(gp_memcpy_peer(b, last, a, 0, sizeof v));
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp_memcpy_peer_async(a, 0, b, last, sizeof v, s));
+  OK(gp_stream_synchronize(s));
+  OK(gp_memcpy(w, b, sizeof w));
+  ck_assert_int_eq(memcmp(v, w, sizeof v), 0);
+  FAILS(gp_memcpy_peer(b, n, a, 0, 4), GP_ERROR_INVALID_DEVICE, "dst_device");
+  FAILS(gp_memcpy_peer(b, last, a, -1, 4), GP_ERROR_INVALID_DEVICE, "src_device");
+  FAILS(gp_memcpy_peer(NULL, last, a, 0, 4), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy_peer(b, last, a, 0, sizeof v + 1), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_memcpy_peer_async(b, last, a, 0, 4, (gp_stream_t)(uintptr_t)0x20),
+        GP_ERROR_INVALID_HANDLE, "stream");
+  if (n > 1) FAILS(gp_memcpy_peer(a, last, b, last, 4), GP_ERROR_INVALID_VALUE, "dst");
+  OK(gp_stream_destroy(s));
+  OK(gp_free(a));
+  OK(gp_free(b));
+  still_usable();
+}
+END_TEST
+
+START_TEST(memset_family) {
+  NEED_DEVICES(1, n);
+  uint32_t *p = NULL, back[100];
+  OK(gp_malloc((void **)&p, sizeof back));
+  OK(gp_memset(p, 0x5a, sizeof back));
+  OK(gp_memcpy(back, p, sizeof back));
+  ck_assert_uint_eq(back[99], 0x5a5a5a5au);
+  OK(gp_memset(p, 0x1ff, 4)); /* only the low 8 bits count */
+  OK(gp_memcpy(back, p, 4));
+  ck_assert_uint_eq(back[0], 0xffffffffu);
+  OK(gp_memset_d32(p, 0xdeadbeefu, 100));
+  OK(gp_memcpy(back, p, sizeof back));
+  ck_assert_uint_eq(back[0], 0xdeadbeefu);
+  ck_assert_uint_eq(back[99], 0xdeadbeefu);
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp_memset_async(p, 0, sizeof back, s));
+  OK(gp_memset_d32_async(p + 50, 7u, 50, s));
+  OK(gp_memcpy_async(back, p, sizeof back, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_uint_eq(back[49], 0);
+  ck_assert_uint_eq(back[50], 7);
+  OK(gp_memset(NULL, 0, 0));
+  FAILS(gp_memset(NULL, 0, 4), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_memset(p, 0, sizeof back + 1), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_memset_d32((char *)p + 2, 0, 4), GP_ERROR_INVALID_VALUE, "aligned");
+  FAILS(gp_memset_d32(p, 0, 101), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_memset_d32(NULL, 0, 1), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_memset_d32(p, 0, SIZE_MAX), GP_ERROR_INVALID_VALUE, "count");
+  FAILS(gp_memset_async(p, 0, 4, (gp_stream_t)(uintptr_t)0x30), GP_ERROR_INVALID_HANDLE, "stream");
+  FAILS(gp_memset_d32_async(p, 0, 4, (gp_stream_t)(uintptr_t)0x30), GP_ERROR_INVALID_HANDLE,
+        "stream");
+  OK(gp_stream_destroy(s));
+  OK(gp_free(p));
+  still_usable();
+}
+END_TEST
+
+/* ---- pointer attributes ------------------------------------------------------------------ */
+
+START_TEST(pointer_attributes) {
+  NEED_DEVICES(1, n);
+  int last = n - 1;
+  char *d = NULL, *h = NULL, *m = NULL;
+  OK(gp_device_set(last));
+  OK(gp_malloc((void **)&d, 1000));
+  OK(gp_malloc_managed((void **)&m, 1000));
+  OK(gp_device_set(0));
+  OK(gp_malloc_host((void **)&h, 1000));
+  gp_pointer_attributes_t a;
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, d + 999)); /* interior pointers are recognised */
+  ck_assert_int_eq(a.type, GP_MEMORY_DEVICE);
+  ck_assert_int_eq(a.device, last);
+  ck_assert_ptr_eq(a.device_pointer, d + 999);
+  ck_assert_int_eq(a.native, 0);
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, m));
+  ck_assert_int_eq(a.type, GP_MEMORY_MANAGED);
+  ck_assert_ptr_eq(a.host_pointer, m);
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, h));
+  ck_assert_int_eq(a.type, GP_MEMORY_HOST);
+  ck_assert_ptr_eq(a.host_pointer, h);
+  int local = 0;
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, &local));
+  ck_assert_int_eq(a.type, GP_MEMORY_UNREGISTERED);
+  ck_assert_int_eq(a.device, -1);
+  /* One past the end is not the allocation. */
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, d + 1000));
+  ck_assert_int_ne(a.type, GP_MEMORY_DEVICE);
+  FAILS(gp_pointer_get_attributes(NULL, d), GP_ERROR_INVALID_VALUE, "attr");
+  FAILS(gp_pointer_get_attributes(&a, NULL), GP_ERROR_INVALID_VALUE, "ptr");
+  a.struct_size = 0;
+  FAILS(gp_pointer_get_attributes(&a, d), GP_ERROR_INVALID_VALUE, "struct_size");
+  /* An older, shorter struct gets only the fields it has. */
+  memset(&a, 0xab, sizeof a);
+  a.struct_size = offsetof(gp_pointer_attributes_t, device);
+  OK(gp_pointer_get_attributes(&a, d));
+  ck_assert_int_eq(a.type, GP_MEMORY_DEVICE);
+  ck_assert_int_eq((unsigned char)((char *)&a.device)[0], 0xab);
+  OK(gp_free(d));
+  OK(gp_free(m));
+  OK(gp_free_host(h));
+}
+END_TEST
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+static void *alloc_worker(void *arg) {
+  long fails = 0;
+  for (int i = 0; i < 200; i++) {
+    void *p = NULL;
+    size_t bytes = 64 + (size_t)(i % 7) * 100;
+    if (gp_malloc(&p, bytes) != GP_SUCCESS) fails++;
+    if (gp_memset(p, i, bytes) != GP_SUCCESS) fails++;
+    if (gp_free(p) != GP_SUCCESS) fails++;
+    if (gp_free(p) != GP_ERROR_INVALID_VALUE) fails++;
+  }
+  *(long *)arg = fails;
+  return NULL;
+}
+
+START_TEST(threads_alloc_free) {
+  NEED_DEVICES(1, n);
+  enum { T = 4 };
+  pthread_t t[T];
+  long fails[T];
+  for (int i = 0; i < T; i++) ck_assert_int_eq(pthread_create(&t[i], NULL, alloc_worker, &fails[i]), 0);
+  for (int i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    ck_assert_int_eq(fails[i], 0);
+  }
+  still_usable();
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("memory");
+  TCase *tc = tcase_create("memory");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, malloc_roundtrip);
+  tcase_add_test(tc, malloc_edge_cases);
+  tcase_add_test(tc, free_foreign_pointer);
+  tcase_add_test(tc, free_twice);
+  tcase_add_test(tc, free_interior_pointer);
+  tcase_add_test(tc, free_wrong_function);
+  tcase_add_test(tc, host_and_managed);
+  tcase_add_test(tc, host_register);
+  tcase_add_test(tc, malloc_free_async);
+  tcase_add_test(tc, mem_get_info);
+  tcase_add_test(tc, memcpy_checks);
+  tcase_add_test(tc, memcpy_device_to_device);
+  tcase_add_test(tc, memcpy_2d);
+  tcase_add_test(tc, memcpy_peer);
+  tcase_add_test(tc, memset_family);
+  tcase_add_test(tc, pointer_attributes);
+  tcase_add_test(tc, threads_alloc_free);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
