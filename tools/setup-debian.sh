@@ -6,8 +6,10 @@ set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
+# Wait for another package manager instead of failing at once.
+APT="apt-get -o DPkg::Lock::Timeout=600"
+$SUDO $APT update -qq
+$SUDO $APT install -y -qq --no-install-recommends \
   build-essential pkg-config check libopenblas-dev libclang-rt-14-dev doxygen cmake \
   ${GP_SETUP_EXTRA:-} >/dev/null
 echo "gpuport: build dependencies installed"

@@ -43,10 +43,18 @@ typedef struct gp_attention_desc {
   const void *k;        /**< keys, device memory */
   const void *v;        /**< values, device memory */
   void *o;              /**< output, device memory, head_dim_v wide */
-  int64_t q_batch_stride, q_seq_stride, q_head_stride; /**< element strides of q (0: default) */
-  int64_t k_batch_stride, k_seq_stride, k_head_stride; /**< element strides of k (0: default) */
-  int64_t v_batch_stride, v_seq_stride, v_head_stride; /**< element strides of v (0: default) */
-  int64_t o_batch_stride, o_seq_stride, o_head_stride; /**< element strides of o (0: default) */
+  int64_t q_batch_stride; /**< elements between batches of q (0: default) */
+  int64_t q_seq_stride;   /**< elements between positions of q (0: default) */
+  int64_t q_head_stride;  /**< elements between heads of q (0: default) */
+  int64_t k_batch_stride; /**< elements between batches of k (0: default) */
+  int64_t k_seq_stride;   /**< elements between positions of k (0: default) */
+  int64_t k_head_stride;  /**< elements between heads of k (0: default) */
+  int64_t v_batch_stride; /**< elements between batches of v (0: default) */
+  int64_t v_seq_stride;   /**< elements between positions of v (0: default) */
+  int64_t v_head_stride;  /**< elements between heads of v (0: default) */
+  int64_t o_batch_stride; /**< elements between batches of o (0: default) */
+  int64_t o_seq_stride;   /**< elements between positions of o (0: default) */
+  int64_t o_head_stride;  /**< elements between heads of o (0: default) */
   float softmax_scale;  /**< scale of Q K^T; 0 means 1/sqrt(head_dim) */
   int causal;           /**< nonzero: causal mask, bottom-right aligned */
   int64_t window_left;  /**< keys visible to the left of the diagonal; -1 unbounded */

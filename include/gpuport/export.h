@@ -13,10 +13,14 @@
 #endif
 
 #ifdef __cplusplus
+/** @brief Opens a C-linkage block in C++ (empty in C). */
 #define GP_EXTERN_C_BEGIN extern "C" {
+/** @brief Closes the block GP_EXTERN_C_BEGIN opened. */
 #define GP_EXTERN_C_END }
 #else
+/** @brief Opens a C-linkage block in C++ (empty in C). */
 #define GP_EXTERN_C_BEGIN
+/** @brief Closes the block GP_EXTERN_C_BEGIN opened. */
 #define GP_EXTERN_C_END
 #endif
 

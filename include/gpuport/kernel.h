@@ -64,6 +64,7 @@
 #elif defined(__CUDACC__)
 #define GP_TARGET_CUDA 1
 #else
+/** @brief 1 when this translation unit targets the CPU executor (GP_TARGET_CUDA / GP_TARGET_HIP likewise). */
 #define GP_TARGET_CPU 1
 #endif
 
