@@ -144,8 +144,10 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  *         NULL, a NULL gradient or workspace, a workspace smaller than needed or not 16-byte
  *         aligned, a tensor or the workspace running past the end of its allocation);
  *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). With varlen,
- *         cu_seqlens whose sequences exceed seqlen_q / seqlen_k are reported asynchronously
- *         (GP_ERROR_INVALID_VALUE from the next synchronising call) on the CPU backend.
+ *         cu_seqlens whose sequences exceed seqlen_q / seqlen_k are read in stream order:
+ *         the CPU backend's host implementation reports them asynchronously
+ *         (GP_ERROR_INVALID_VALUE from the next synchronising call); the portable kernels
+ *         cut such sequences at seqlen_q / seqlen_k (never writing outside the workspace).
  */
 GP_API gp_status_t gp_attention_bwd(gp_stream_t stream, const gp_attention_desc_t *desc,
                                     const void *d_o, void *dq, void *dk, void *dv,
