@@ -5,7 +5,8 @@
  * run is bracketed by events on the stream that does the work, so host overhead
  * between runs is not counted. GEMM and attention report TFLOP/s (attention counts
  * FlashAttention-2's 4 * batch * heads * seqlen_q * seqlen_k * head_dim, halved when
- * causal); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
+ * causal; the backward, timed alone after one forward, counts 2.5 times that, as
+ * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
  * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
  * machine can do) and gpuport's ratio to it.
  */
@@ -21,6 +22,8 @@ typedef struct bench_opts {
   int64_t m, n, k;                              /* gemm */
   int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
   int64_t causal;                               /* -1: both */
+  bool backward;                                /* attention: time gp_attention_bwd */
+  int64_t deterministic;                        /* attention backward: desc.deterministic */
   int64_t bytes;                                /* memcpy */
   const char *dtype;
 } bench_opts_t;
@@ -188,6 +191,41 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
 
 static gp_status_t run_attn(void *p, gp_stream_t s) { return gp_attention_fwd(s, p); }
 
+/* One backward call: its descriptor (o and lse set by a forward) and buffers. */
+typedef struct attn_bwd_ctx {
+  gp_attention_desc_t *a;
+  void *d_o, *dq, *dk, *dv, *ws;
+  size_t ws_bytes;
+} attn_bwd_ctx_t;
+
+static gp_status_t run_attn_bwd(void *p, gp_stream_t s) {
+  attn_bwd_ctx_t *b = p;
+  return gp_attention_bwd(s, b->a, b->d_o, b->dq, b->dk, b->dv, b->ws, b->ws_bytes);
+}
+
+/* Times gp_attention_bwd on a (q, k, v, o set): lse, dO, gradients and the workspace
+ * are allocated here, the forward runs once; *ms is the backward's median. */
+static gp_status_t time_attn_bwd(const bench_opts_t *o, const char *label, gp_attention_desc_t *a,
+                                 gp_stream_t s, double *ms) {
+  size_t es = gp_dtype_size(a->dtype);
+  size_t nq = (size_t)(a->batch * a->seqlen_q * a->heads_q * a->head_dim);
+  size_t nk = (size_t)(a->batch * a->seqlen_k * a->heads_kv * a->head_dim);
+  attn_bwd_ctx_t b = {a, NULL, NULL, NULL, NULL, NULL, 0};
+  gp_status_t st;
+  a->deterministic = (int)o->deterministic;
+  if ((st = gp_malloc((void **)&a->lse, (size_t)(a->batch * a->heads_q * a->seqlen_q) * sizeof(float))) ||
+      (st = filled(&b.d_o, a->dtype, nq)) || (st = gp_malloc(&b.dq, nq * es)) ||
+      (st = gp_malloc(&b.dk, nk * es)) || (st = gp_malloc(&b.dv, nk * es)) ||
+      (st = gp_attention_bwd_workspace_size(a, &b.ws_bytes)) || (st = gp_malloc(&b.ws, b.ws_bytes)) ||
+      (st = gp_attention_fwd(s, a)))
+    goto out;
+  st = time_runs(o, label, run_attn_bwd, &b, s, ms);
+out:
+  gp_free(a->lse), gp_free(b.d_o), gp_free(b.dq), gp_free(b.dk), gp_free(b.dv), gp_free(b.ws);
+  a->lse = NULL;
+  return st;
+}
+
 static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   /* Llama-3-8B attention: 32 query heads, 8 KV heads, head_dim 128. */
@@ -212,10 +250,16 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
     TOOL_TRY(filled(&v, t, (size_t)(batch * seq * hkv * d)));
     TOOL_TRY(gp_malloc(&out_o, (size_t)(batch * seq * hq * d) * gp_dtype_size(t)));
     a.q = q, a.k = k, a.v = v, a.o = out_o;
-    TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
     double flops = 4.0 * (double)batch * (double)hq * (double)seq * (double)seq * (double)d;
     if (causal) flops /= 2;
-    result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+    if (o->backward) {
+      if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
+      TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
+      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0);
+    } else {
+      TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
+      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+    }
   out:
     gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
     if (rc) return rc;
@@ -277,6 +321,8 @@ static const char bench_usage[] =
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
     "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
+    "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
+    "             --deterministic 0|1 (backward)\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
     "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n";
@@ -287,11 +333,13 @@ int tool_bench(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, NULL};
+  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, NULL};
   const char *what = argv[1];
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       o.json = true;
+    else if (!strcmp(argv[i], "--backward"))
+      o.backward = true;
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       o.dtype = argv[++i];
     else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||
@@ -304,6 +352,7 @@ int tool_bench(int argc, char **argv) {
                tool_arg_i64(argc, argv, &i, "--kv-heads", &o.kv_heads) ||
                tool_arg_i64(argc, argv, &i, "--head-dim", &o.hdim) ||
                tool_arg_i64(argc, argv, &i, "--causal", &o.causal) ||
+               tool_arg_i64(argc, argv, &i, "--deterministic", &o.deterministic) ||
                tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes)))
       return tool_bad_arg("bench", argv[i]);
   }
