@@ -10,9 +10,11 @@
 #ifndef GP_TYPES_H
 #define GP_TYPES_H
 
+#include <gpuport/export.h>
+#ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
-#include <gpuport/export.h>
+#endif
 
 GP_EXTERN_C_BEGIN
 
