@@ -224,7 +224,10 @@ gp_status_t gp__be_capture_guard(const char *func);
 
 /* ---- modules, runtime compilation, occupancy (gpuport/module.h) ------------------------ */
 /* Descriptors made by the library for module kernels carry these flags (kernels built
- * with GP_KERNEL_EXPORT have flags 0). */
+ * with GP_KERNEL_EXPORT have flags 0). Every GPU launch path must honour
+ * GP__KFLAG_MODULE: gpu_entry is then a cudaKernel_t (which cudaLaunchKernel and
+ * cudaLaunchKernelExC take) or a hipFunction_t (hipModuleLaunchKernel,
+ * hipModuleLaunchCooperativeKernel: hipLaunchKernel does not take it). */
 #define GP__KFLAG_MODULE 0x1u         /* a module kernel: gpu_entry is the native handle */
 #define GP__KFLAG_PARAMS_UNKNOWN 0x2u /* the native runtime could not tell the parameters */
 gp_status_t gp__be_module_load(gp_module_t *module, const char *path);

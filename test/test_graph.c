@@ -56,6 +56,10 @@ static int devices(void) {
 
 static bool cpu(void) { return gp_backend() == GP_BACKEND_CPU; }
 
+/* A word the message must contain: on CUDA and HIP the message carries the native
+ * runtime's wording, so only the status is checked there. */
+static const char *W(const char *word) { return cpu() ? word : ""; }
+
 /* Uniform in [1, 9), never zero; integers when whole (exact sums in f32). */
 static void fill_ints(float *x, int n) {
   for (int i = 0; i < n; i++) x[i] = (float)(1 + (int)gp_ref_rng_uniform(&g_rng, 0, 8));
@@ -322,7 +326,7 @@ START_TEST(fork_join_across_streams) {
   OK(gp_launch_host_func(s0, reset_flag, &flag));
   OK(gp_memcpy_async(da, ha, N * sizeof(float), s0));
   OK(gp_event_record(fork, s0));
-  FAILS(gp_event_query(fork), GP_ERROR_NOT_SUPPORTED, "capture"); /* a captured event */
+  FAILS(gp_event_query(fork), GP_ERROR_NOT_SUPPORTED, W("capture")); /* a captured event */
   OK(gp_stream_wait_event(s1, fork)); /* s1 joins */
   OK(gp_stream_wait_event(s2, fork)); /* s2 joins */
   gp_capture_status_t cs;
@@ -366,8 +370,9 @@ START_TEST(fork_join_across_streams) {
     expect_exact(hout, ref, N, "fork/join result");
   }
   /* Events recorded during the capture mark nothing once it ended: they are as they were
-   * before it (never recorded), so waiting on them is no wait. */
-  OK(gp_event_query(fork));
+   * before it (never recorded), so waiting on them is no wait (the cpu backend's rule;
+   * CUDA leaves it unspecified). */
+  if (cpu()) OK(gp_event_query(fork));
   OK(gp_graph_exec_destroy(x));
   OK(gp_graph_destroy(g));
   free(ref);
@@ -724,48 +729,48 @@ START_TEST(operations_a_capture_forbids) {
   /* Synchronising or querying the capturing stream. */
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
   OK(gp_memset_async(d, 0, sizeof host, s));
-  FAILS(gp_stream_synchronize(s), GP_ERROR_NOT_SUPPORTED, "captur");
+  FAILS(gp_stream_synchronize(s), GP_ERROR_NOT_SUPPORTED, W("captur"));
   OK(gp_stream_is_capturing(s, &cs));
   ck_assert_int_eq(cs, GP_CAPTURE_STATUS_INVALIDATED);
   /* later operations on the invalidated capture fail too */
-  FAILS(gp_memset_async(d, 0, sizeof host, s), GP_ERROR_NOT_SUPPORTED, "invalidated");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_stream_synchronize");
+  FAILS(gp_memset_async(d, 0, sizeof host, s), GP_ERROR_NOT_SUPPORTED, W("invalidated"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_stream_synchronize"));
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_stream_query(s), GP_ERROR_NOT_SUPPORTED, "captur");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_stream_query");
+  FAILS(gp_stream_query(s), GP_ERROR_NOT_SUPPORTED, W("captur"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_stream_query"));
 
   /* A synchronous copy, set, device synchronisation. */
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_memcpy(host, d, sizeof host), GP_ERROR_NOT_SUPPORTED, "synchronous copies");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_memcpy");
+  FAILS(gp_memcpy(host, d, sizeof host), GP_ERROR_NOT_SUPPORTED, W("synchronous copies"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_memcpy"));
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_THREAD_LOCAL));
-  FAILS(gp_memset(d, 1, sizeof host), GP_ERROR_NOT_SUPPORTED, "captur");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_memset");
+  FAILS(gp_memset(d, 1, sizeof host), GP_ERROR_NOT_SUPPORTED, W("captur"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_memset"));
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_device_synchronize(), GP_ERROR_NOT_SUPPORTED, "captur");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_device_synchronize");
+  FAILS(gp_device_synchronize(), GP_ERROR_NOT_SUPPORTED, W("captur"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_device_synchronize"));
 
   /* Allocation and release. */
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_malloc((void **)&d2, 64), GP_ERROR_NOT_SUPPORTED, "allocation");
+  FAILS(gp_malloc((void **)&d2, 64), GP_ERROR_NOT_SUPPORTED, W("allocation"));
   ck_assert_ptr_null(d2);
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_malloc");
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_malloc"));
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_free(d), GP_ERROR_NOT_SUPPORTED, "captur");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_free");
+  FAILS(gp_free(d), GP_ERROR_NOT_SUPPORTED, W("captur"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_free"));
   void *ph = NULL;
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_malloc_host(&ph, 64), GP_ERROR_NOT_SUPPORTED, "captur");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_malloc_host");
+  FAILS(gp_malloc_host(&ph, 64), GP_ERROR_NOT_SUPPORTED, W("captur"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_malloc_host"));
   if (cpu()) { /* CUDA records stream-ordered allocations as memory nodes */
     OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-    FAILS(gp_malloc_async((void **)&d2, 64, s), GP_ERROR_NOT_SUPPORTED, "allocation");
-    end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_malloc_async");
+    FAILS(gp_malloc_async((void **)&d2, 64, s), GP_ERROR_NOT_SUPPORTED, W("allocation"));
+    end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_malloc_async"));
     void *p;
     OK(gp_malloc(&p, 64));
     OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_RELAXED));
-    FAILS(gp_free_async(p, s), GP_ERROR_NOT_SUPPORTED, "free");
-    end_fails(s, GP_ERROR_NOT_SUPPORTED, "gp_free_async");
+    FAILS(gp_free_async(p, s), GP_ERROR_NOT_SUPPORTED, W("free"));
+    end_fails(s, GP_ERROR_NOT_SUPPORTED, W("gp_free_async"));
     OK(gp_free(p)); /* still allocated after the refused free */
   }
   /* d is still allocated and usable after the refused free */
@@ -782,8 +787,8 @@ START_TEST(operations_a_capture_forbids) {
 
   /* The legacy default stream while a blocking stream captures (it would wait for it). */
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_RELAXED));
-  FAILS(gp_memset_async(d, 0, sizeof host, NULL), GP_ERROR_NOT_SUPPORTED, "legacy");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "legacy");
+  FAILS(gp_memset_async(d, 0, sizeof host, NULL), GP_ERROR_NOT_SUPPORTED, W("legacy"));
+  end_fails(s, GP_ERROR_NOT_SUPPORTED, W("legacy"));
   /* ... but not while a non-blocking stream captures */
   OK(gp_stream_begin_capture(nb, GP_CAPTURE_MODE_RELAXED));
   OK(gp_memset_async(d, 0, sizeof host, NULL));
@@ -834,8 +839,13 @@ START_TEST(capture_modes_and_threads) {
   pthread_create(&th, NULL, try_end, &t);
   pthread_join(th, NULL);
   ck_assert_int_eq(t.end_status, GP_ERROR_INVALID_VALUE); /* wrong thread: still capturing */
-  gp_graph_t g;
-  OK(gp_stream_end_capture(s, &g)); /* another thread's refused call left it valid */
+  gp_graph_t g = NULL;
+  if (cpu()) {
+    OK(gp_stream_end_capture(s, &g)); /* another thread's refused call left it valid */
+  } else { /* whether CUDA invalidates it then is not documented */
+    gp_status_t st = gp_stream_end_capture(s, &g);
+    ck_assert_msg(st == GP_SUCCESS || st == GP_ERROR_NOT_SUPPORTED, "%s", gp_status_name(st));
+  }
   OK(gp_graph_destroy(g));
 
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_THREAD_LOCAL));
@@ -875,7 +885,7 @@ START_TEST(capture_misuse) {
   FAILS(gp_stream_begin_capture(s, (gp_capture_mode_t)7), GP_ERROR_INVALID_VALUE, "mode");
   FAILS(gp_stream_begin_capture((gp_stream_t)(uintptr_t)0x40, GP_CAPTURE_MODE_GLOBAL),
         GP_ERROR_INVALID_HANDLE, "stream");
-  FAILS(gp_stream_end_capture(s, &g), GP_ERROR_INVALID_VALUE, "not capturing");
+  FAILS(gp_stream_end_capture(s, &g), GP_ERROR_INVALID_VALUE, W("not capturing"));
   FAILS(gp_stream_end_capture(s, NULL), GP_ERROR_INVALID_VALUE, "graph");
   FAILS(gp_stream_end_capture(NULL, &g), GP_ERROR_INVALID_VALUE, "legacy");
   FAILS(gp_stream_is_capturing(s, NULL), GP_ERROR_INVALID_VALUE, "status");
@@ -883,16 +893,16 @@ START_TEST(capture_misuse) {
   ck_assert_int_eq(cs, GP_CAPTURE_STATUS_NONE);
 
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  FAILS(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL), GP_ERROR_INVALID_VALUE, "already");
-  FAILS(gp_stream_destroy(s), GP_ERROR_NOT_SUPPORTED, "capture");
+  FAILS(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL), GP_ERROR_INVALID_VALUE, W("already"));
+  if (cpu()) FAILS(gp_stream_destroy(s), GP_ERROR_NOT_SUPPORTED, "capture");
   /* a fork that is never joined back */
   OK(gp_memset_async(d, 0, 256, s));
   OK(gp_event_record(e, s));
   OK(gp_stream_wait_event(s2, e));
-  FAILS(gp_stream_begin_capture(s2, GP_CAPTURE_MODE_GLOBAL), GP_ERROR_INVALID_VALUE, "joined");
+  FAILS(gp_stream_begin_capture(s2, GP_CAPTURE_MODE_GLOBAL), GP_ERROR_INVALID_VALUE, W("joined"));
   OK(gp_memset_async(d, 1, 256, s2));
-  FAILS(gp_stream_end_capture(s2, &g), GP_ERROR_INVALID_VALUE, "joined the capture begun");
-  end_fails(s, GP_ERROR_INVALID_VALUE, "not joined back");
+  FAILS(gp_stream_end_capture(s2, &g), GP_ERROR_INVALID_VALUE, W("joined the capture begun"));
+  end_fails(s, GP_ERROR_INVALID_VALUE, W("not joined back"));
   OK(gp_stream_is_capturing(s2, &cs));
   ck_assert_int_eq(cs, GP_CAPTURE_STATUS_NONE);
 
@@ -900,26 +910,33 @@ START_TEST(capture_misuse) {
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
   OK(gp_stream_begin_capture(s3, GP_CAPTURE_MODE_GLOBAL));
   OK(gp_event_record(e, s));
-  FAILS(gp_stream_wait_event(s3, e), GP_ERROR_INVALID_VALUE, "captures cannot depend");
-  end_fails(s3, GP_ERROR_INVALID_VALUE, "another capture");
+  FAILS(gp_stream_wait_event(s3, e), GP_ERROR_INVALID_VALUE, W("captures cannot depend"));
+  end_fails(s3, GP_ERROR_NOT_SUPPORTED, W("another capture"));
   OK(gp_stream_end_capture(s, &g));
   OK(gp_graph_destroy(g));
 
-  /* the legacy stream cannot join, captured events cannot be synchronised */
+  /* captured events cannot be synchronised; the legacy stream cannot join (cpu backend:
+   * whether CUDA invalidates the capture then is not documented) */
   OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_RELAXED));
   OK(gp_event_record(e, s));
-  FAILS(gp_event_synchronize(e), GP_ERROR_NOT_SUPPORTED, "capture");
-  FAILS(gp_stream_wait_event(NULL, e), GP_ERROR_NOT_SUPPORTED, "legacy");
-  end_fails(s, GP_ERROR_NOT_SUPPORTED, "legacy");
+  FAILS(gp_event_synchronize(e), GP_ERROR_NOT_SUPPORTED, W("capture"));
+  if (cpu()) {
+    FAILS(gp_stream_wait_event(NULL, e), GP_ERROR_NOT_SUPPORTED, "legacy");
+    end_fails(s, GP_ERROR_NOT_SUPPORTED, "legacy");
+  } else {
+    OK(gp_stream_end_capture(s, &g));
+    OK(gp_graph_destroy(g));
+  }
 
-  /* a wait on work outside the capture that is still pending cannot be captured; one on
-   * completed work is no dependency at all */
-  OK(gp_event_record(plain, s2));
-  OK(gp_stream_synchronize(s2));
-  OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  OK(gp_stream_wait_event(s, plain));
-  OK(gp_stream_end_capture(s, &g));
-  OK(gp_graph_destroy(g));
+  /* cpu backend: a wait on work outside the capture that is complete is no dependency */
+  if (cpu()) {
+    OK(gp_event_record(plain, s2));
+    OK(gp_stream_synchronize(s2));
+    OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
+    OK(gp_stream_wait_event(s, plain));
+    OK(gp_stream_end_capture(s, &g));
+    OK(gp_graph_destroy(g));
+  }
 
   /* handles */
   FAILS(gp_graph_instantiate(NULL, g), GP_ERROR_INVALID_VALUE, "exec");

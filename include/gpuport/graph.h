@@ -112,7 +112,8 @@ GP_API gp_status_t gp_stream_begin_capture(gp_stream_t stream, gp_capture_mode_t
  *         capturing, or joined a capture begun on another stream; a non-relaxed capture
  *         ended by another thread; a stream that joined the capture was not joined back
  *         into @p stream); ::GP_ERROR_INVALID_HANDLE; ::GP_ERROR_NOT_SUPPORTED (the
- *         capture was invalidated by a call it forbids: the message names that call).
+ *         capture was invalidated by a call it forbids, or by a wait on an event of
+ *         another capture: on the cpu backend the message names the cause).
  *         The capture ends in every case but the first three.
  */
 GP_API gp_status_t gp_stream_end_capture(gp_stream_t stream, gp_graph_t *graph);

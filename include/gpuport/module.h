@@ -117,7 +117,8 @@ GP_API gp_status_t gp_module_unload(gp_module_t module);
  *         @p n_options, a NULL option); ::GP_ERROR_INVALID_IMAGE (the source did not
  *         compile: the compiler's output is in @p log and, shortened, in the message);
  *         ::GP_ERROR_NOT_FOUND (no compiler: libnvrtc / hipRTC not found, or `GP_CC`
- *         cannot be run); ::GP_ERROR_OUT_OF_MEMORY.
+ *         cannot be run; or no gpuport headers); ::GP_ERROR_OUT_OF_MEMORY (host memory,
+ *         or the cache directory cannot be written).
  */
 GP_API gp_status_t gp_program_compile(gp_module_t *module, const char *source, const char *name,
                                       const char *const *options, int n_options, char **log);

@@ -318,7 +318,9 @@ static int compiler_words(char *buf, size_t n, char **words, int max) {
   const char *cc = getenv("GP_CC");
   snprintf(buf, n, "%s", cc && *cc ? cc : "cc");
   int k = 0;
-  for (char *s = strtok(buf, " \t"); s && k < max; s = strtok(NULL, " \t")) words[k++] = s;
+  char *save = NULL;
+  for (char *s = strtok_r(buf, " \t", &save); s && k < max; s = strtok_r(NULL, " \t", &save))
+    words[k++] = s;
   return k;
 }
 

@@ -102,7 +102,7 @@ struct cpu_capture {
   struct gp_stream_s *origin;       /* the stream it was begun on */
   gp_capture_mode_t mode;
   pthread_t thread;                 /* the thread that began it */
-  gp_status_t invalid;              /* GP_SUCCESS while valid, else the status to end with */
+  gp_status_t invalid;              /* GP_SUCCESS while valid, else GP_ERROR_NOT_SUPPORTED */
   char why[384];                    /* what invalidated it */
   gp__cpu_body_t *body;             /* the nodes recorded so far */
   struct gp_stream_s **streams;     /* the origin and every stream that joined */
@@ -466,10 +466,11 @@ static const char *mode_name(gp_capture_mode_t m) {
 }
 
 /* Marks c invalid, keeping the first reason: later operations on its streams fail, and
- * gp_stream_end_capture returns the status and no graph (cudaErrorStreamCaptureInvalidated). */
-static void capture_invalidate(cpu_capture_t *c, gp_status_t st, const char *why) {
+ * gp_stream_end_capture returns no graph, with GP_ERROR_NOT_SUPPORTED whatever the
+ * cause, as CUDA answers cudaErrorStreamCaptureInvalidated. */
+static void capture_invalidate(cpu_capture_t *c, const char *why) {
   if (c->invalid != GP_SUCCESS) return;
-  c->invalid = st;
+  c->invalid = GP_ERROR_NOT_SUPPORTED;
   snprintf(c->why, sizeof c->why, "%s", why);
 }
 
@@ -478,7 +479,7 @@ static gp_status_t capture_forbid(cpu_capture_t *c, const char *func, const char
   char why[384];
   snprintf(why, sizeof why, "%s: %s is not permitted while stream %p is being captured", func,
            what, (void *)c->origin);
-  capture_invalidate(c, GP_ERROR_NOT_SUPPORTED, why);
+  capture_invalidate(c, why);
   return gp__error(GP_ERROR_NOT_SUPPORTED, func,
                    "%s is not permitted while stream %p is being captured; the capture is now "
                    "invalid (gp_stream_end_capture will fail)",
@@ -553,7 +554,7 @@ static gp_status_t capture_take(struct gp_stream_s *s, cpu_op_t *op, const char 
 static gp_status_t capture_join(struct gp_stream_s *s, struct gp_event_s *e, const char *func) {
   cpu_capture_t *c = e->cap;
   if (s->cap != NULL && s->cap != c) {
-    capture_invalidate(s->cap, GP_ERROR_INVALID_VALUE, "a stream of it waited on an event of another capture");
+    capture_invalidate(s->cap, "a stream of it waited on an event of another capture");
     return gp__error(GP_ERROR_INVALID_VALUE, func,
                      "'event' was recorded in the capture begun on stream %p but 'stream' is in "
                      "the capture begun on stream %p: captures cannot depend on each other",
@@ -636,28 +637,27 @@ static void capture_free(cpu_capture_t *c) {
   free(c);
 }
 
-/* gp_device_reset of dev: captures begun there are dropped; streams of dev that joined
- * another capture leave it, which invalidates it. */
-static void capture_drop_device(int dev) {
-  for (cpu_capture_t *c = g_captures, *next; c; c = next) {
-    next = c->next;
-    if (c->origin->device == dev) {
-      capture_detach(c);
-      capture_free(c);
-      continue;
-    }
-    for (int i = 1; i < c->nstreams;) {
-      if (c->streams[i]->device != dev) {
-        i++;
-        continue;
-      }
-      c->streams[i]->cap = NULL;
-      c->streams[i]->front.n = 0;
-      c->streams[i] = c->streams[--c->nstreams];
-      capture_invalidate(c, GP_ERROR_NOT_SUPPORTED,
-                         "gp_device_reset destroyed a stream that had joined the capture");
-    }
+/* s is going away (gp_device_reset, the exit of the thread owning a per-thread stream):
+ * a capture begun on it is dropped; if it joined one, it leaves it, which invalidates it. */
+static void capture_leave(struct gp_stream_s *s, const char *why) {
+  cpu_capture_t *c = s->cap;
+  if (c == NULL) return;
+  if (c->origin == s) {
+    capture_detach(c);
+    capture_free(c);
+    return;
   }
+  for (int i = 1; i < c->nstreams; i++)
+    if (c->streams[i] == s) c->streams[i] = c->streams[--c->nstreams];
+  s->cap = NULL;
+  s->front.n = 0;
+  capture_invalidate(c, why);
+}
+
+static void capture_drop_device(int dev) {
+  if (atomic_load(&g_ncaptures) == 0) return;
+  for (struct gp_stream_s *t = g_dev[dev].streams; t; t = t->next)
+    capture_leave(t, "gp_device_reset destroyed a stream that had joined the capture");
 }
 
 /* Capture modes (cudaThreadExchangeStreamCaptureMode): a call capture cannot record
@@ -680,7 +680,7 @@ gp_status_t gp__be_capture_guard(const char *func) {
     bool invalidated = false;
     for (cpu_capture_t *c = g_captures; c; c = c->next)
       if (pthread_equal(c->thread, me) && c->mode != GP_CAPTURE_MODE_RELAXED) {
-        capture_invalidate(c, GP_ERROR_NOT_SUPPORTED, why);
+        capture_invalidate(c, why);
         invalidated = true;
       }
     st = gp__error(GP_ERROR_NOT_SUPPORTED, func,
@@ -852,9 +852,12 @@ static gp_status_t submit(gp_stream_t h, cpu_op_t *op, bool sync, const char *fu
   /* A capture that begins between this check and the enqueue below is as racy as on
    * CUDA: which operations it sees is up to the threads that race. */
   bool taken = false;
-  pthread_mutex_lock(&g_mu);
-  gp_status_t cst = capture_take(s, op, func, &taken);
-  pthread_mutex_unlock(&g_mu);
+  gp_status_t cst = GP_SUCCESS;
+  if (atomic_load(&g_ncaptures) != 0) { /* no capture at all: no lock to take */
+    pthread_mutex_lock(&g_mu);
+    cst = capture_take(s, op, func, &taken);
+    pthread_mutex_unlock(&g_mu);
+  }
   if (cst != GP_SUCCESS) {
     op_discard(op);
     return cst;
@@ -876,6 +879,7 @@ static void pt_release(void *p) {
   for (int d = 0; d < GP__CPU_MAX_DEVICES; d++) {
     struct gp_stream_s *s = pt->s[d];
     if (s == NULL) continue;
+    capture_leave(s, "a thread whose per-thread stream had joined the capture exited");
     s->destroying = true;
     if (!s->has_worker) stream_unlink_free(s); else pthread_cond_signal(&s->wake);
   }
