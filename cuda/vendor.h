@@ -231,9 +231,6 @@ typedef cudaLibrary_t gpuModule_t;
 #define gpuModuleGetKernelName "cudaLibraryGetKernel"
 #define gpuModuleLaunchName "cudaLaunchKernel"
 
-static inline cudaError_t gpuModuleLoadFile(cudaLibrary_t *m, const char *path) {
-  return cudaLibraryLoadFromFile(m, path, NULL, NULL, 0, NULL, NULL, 0);
-}
 static inline cudaError_t gpuModuleLoadData(cudaLibrary_t *m, const void *image) {
   return cudaLibraryLoadData(m, image, NULL, NULL, 0, NULL, NULL, 0);
 }

@@ -213,9 +213,6 @@ typedef hipModule_t gpuModule_t;
 #define gpuModuleGetKernelName "hipModuleGetFunction"
 #define gpuModuleLaunchName "hipModuleLaunchKernel"
 
-static inline hipError_t gpuModuleLoadFile(hipModule_t *m, const char *path) {
-  return hipModuleLoad(m, path);
-}
 static inline hipError_t gpuModuleLoadData(hipModule_t *m, const void *image) {
   return hipModuleLoadData(m, image);
 }

@@ -9,7 +9,7 @@
  *
  * | backend | what gp_module_load() reads | what gp_program_compile() runs |
  * |---|---|---|
- * | cuda | a cubin, fatbin or PTX file (cudaLibraryLoadFromFile / cudaLibraryLoadData) | NVRTC (libnvrtc, loaded at run time) |
+ * | cuda | a cubin, fatbin or PTX file (cudaLibraryLoadData) | NVRTC (libnvrtc, loaded at run time) |
  * | hip  | a code object or offload bundle (hipModuleLoad / hipModuleLoadData) | hipRTC |
  * | cpu  | a shared object built from a dialect source with the host C++ compiler | the host compiler (`GP_CC`) |
  *
@@ -44,8 +44,9 @@ GP_EXTERN_C_BEGIN
 typedef struct gp_module_s *gp_module_t;
 
 /**
- * @brief Loads the module in file @p path (cudaLibraryLoadFromFile, hipModuleLoad,
- *        dlopen on the cpu backend).
+ * @brief Loads the module in file @p path. The file is read and checked whole first (a
+ *        truncated or foreign image is refused before a loader sees it), then loaded
+ *        with cudaLibraryLoadData, hipModuleLoadData, or dlopen on the cpu backend.
  * @param[out] module the module; NULL on failure.
  * @param[in] path file name; on the cpu backend a shared object for this machine.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL argument); ::GP_ERROR_NOT_FOUND
