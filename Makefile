@@ -144,7 +144,13 @@ $(foreach b,cpu cuda hip,$(eval $(call BACKEND_OUTPUTS,$(b))))
 bin/gpuport: bin/gpuport-$(BACKEND)
 	ln -sf gpuport-$(BACKEND) $@
 
+# Runtime compilation (src/program.c) falls back to the headers of this source tree when
+# the library is neither installed nor next to an include/ directory.
+$(foreach v,cpu cpu-san cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP__SOURCE_INCLUDE_DIR='"$(CURDIR)/include"'
+
 # ---- tests (linked statically, so suites may reach internal functions) --------------
+# cpu test binaries export their symbols (-rdynamic): the modules they load (dlopen)
+# call the executor linked into them.
 # $(1) backend, $(2) variant, $(3) extra flags
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
@@ -153,7 +159,7 @@ TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=
 build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
-	  build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(CHECK_LIBS)
+	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(CHECK_LIBS)
 tests-$(1)$(2): $$(TEST_BIN_$(1)$(2))
 endef
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))

@@ -11,6 +11,8 @@
 #include <gpuport/status.h>
 #include <gpuport/types.h>
 #include <gpuport/runtime.h>
+#include <gpuport/graph.h>
+#include <gpuport/module.h>
 #include <gpuport/blas.h>
 #include <gpuport/attention.h>
 

@@ -181,6 +181,7 @@ GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device) {
 GP_API gp_status_t gp_device_synchronize(void) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   GP__TRY(gp__be_device_synchronize());
   return gp__async_error_report(gp__current_device(), __func__);
 }
@@ -188,6 +189,7 @@ GP_API gp_status_t gp_device_synchronize(void) {
 GP_API gp_status_t gp_device_reset(void) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   return gp__be_device_reset();
 }
 

@@ -47,6 +47,17 @@ static gp_status_t shmem_table_set(gp_kernel_t kernel, size_t bytes) {
   return s;
 }
 
+void gp__kernel_forget(gp_kernel_t kernel) {
+  pthread_mutex_lock(&g_shmem_mu);
+  for (int i = 0; i < g_shmem_n; i++) {
+    if (g_shmem[i].kernel == kernel) {
+      g_shmem[i] = g_shmem[--g_shmem_n];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_shmem_mu);
+}
+
 /* ---- checks ------------------------------------------------------------------------------ */
 
 gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
@@ -111,6 +122,7 @@ static gp_status_t check_config(const char *func, gp_kernel_t k, gp_dim3_t grid,
 }
 
 static gp_status_t check_args(const char *func, gp_kernel_t k, void **args) {
+  if (k->flags & GP__KFLAG_PARAMS_UNKNOWN) return GP_SUCCESS; /* the native runtime checks */
   if (k->num_params > 0 && args == NULL)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
                      "'args' is NULL but kernel '%s' has %d parameters", k->name ? k->name : "?",

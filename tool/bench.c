@@ -1,5 +1,6 @@
 /*
- * bench.c - `gpuport bench gemm|attention|memcpy`: throughput at model shapes.
+ * bench.c - `gpuport bench gemm|attention|memcpy|launch`: throughput at model shapes, and
+ * the cost of a kernel launch, plain and replayed from a graph.
  *
  * Each figure is the median of --iters timed runs after --warmup untimed ones; every
  * run is bracketed by events on the stream that does the work, so host overhead
@@ -8,7 +9,10 @@
  * causal; the backward, timed alone after one forward, counts 2.5 times that, as
  * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
  * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
- * machine can do) and gpuport's ratio to it.
+ * machine can do) and gpuport's ratio to it. launch reports microseconds per kernel of a
+ * chain of small dependent kernels on one stream, enqueued one by one and replayed as
+ * one graph (gpuport/graph.h), timed on the host from the first enqueue to the end of
+ * the stream synchronisation (launch cost is host time).
  */
 #include "tool.h"
 
@@ -25,6 +29,7 @@ typedef struct bench_opts {
   bool backward;                                /* attention: time gp_attention_bwd */
   int64_t deterministic;                        /* attention backward: desc.deterministic */
   int64_t bytes;                                /* memcpy */
+  int64_t kernels;                              /* launch: length of the chain */
   const char *dtype;
 } bench_opts_t;
 
@@ -104,7 +109,7 @@ static void result(const bench_opts_t *o, const char *kind, const char *shape, c
     printf("}");
   } else {
     printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
-           !strcmp(unit, "tflops") ? "TFLOP/s" : "GB/s");
+           !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
     if (anchor > 0) printf("   anchor %.3f TFLOP/s, ratio %.2f", anchor, ratio);
     printf("\n");
   }
@@ -312,10 +317,97 @@ out:
   return rc;
 }
 
+/* ---- launch: plain launches against graph replay ------------------------------------------- */
+
+GP_KERNEL_DECLARE(gp_bench_increment);
+
+typedef struct chain_ctx {
+  int64_t kernels;
+  int n;
+  float *x;
+  gp_graph_exec_t exec;
+} chain_ctx_t;
+
+static gp_status_t run_chain(void *p, gp_stream_t s) {
+  chain_ctx_t *c = p;
+  void *args[] = {&c->n, &c->x};
+  for (int64_t i = 0; i < c->kernels; i++) {
+    gp_status_t st = gp_launch(GP_KERNEL_REF(gp_bench_increment), gp_dim3(1, 1, 1),
+                               gp_dim3((unsigned)c->n, 1, 1), 0, s, args);
+    if (st != GP_SUCCESS) return st;
+  }
+  return GP_SUCCESS;
+}
+
+static gp_status_t run_graph(void *p, gp_stream_t s) { return gp_graph_launch(((chain_ctx_t *)p)->exec, s); }
+
+/* Launch cost is paid on the host: each run is timed by the host clock, from the first
+ * enqueue to the return of the stream synchronisation. *median_ms as time_runs. */
+static gp_status_t time_wall(const bench_opts_t *o, enqueue_fn fn, void *ctx, gp_stream_t s,
+                             double *median_ms) {
+  gp_status_t st = GP_SUCCESS;
+  double *ms = calloc((size_t)o->iters, sizeof(double));
+  if (!ms) return GP_ERROR_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < o->warmup + o->iters && st == GP_SUCCESS; i++) {
+    double t0 = tool_now_ms();
+    if ((st = fn(ctx, s)) == GP_SUCCESS) st = gp_stream_synchronize(s);
+    if (i >= o->warmup) ms[i - o->warmup] = tool_now_ms() - t0;
+  }
+  if (st == GP_SUCCESS) *median_ms = tool_median(ms, (int)o->iters);
+  free(ms);
+  return st;
+}
+
+/* Every element was incremented once per kernel run: the chain ran, completely. */
+static int check_chain(const chain_ctx_t *c, double runs) {
+  float h[256];
+  if (gp_memcpy(h, c->x, (size_t)c->n * sizeof(float)) != GP_SUCCESS) return 1;
+  for (int i = 0; i < c->n; i++)
+    if ((double)h[i] != runs) {
+      fprintf(stderr, "gpuport bench launch: x[%d] is %g after %.0f kernel runs\n", i, (double)h[i], runs);
+      return 1;
+    }
+  return 0;
+}
+
+static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
+  chain_ctx_t c = {o->kernels > 0 ? o->kernels : 1000, 256, NULL, NULL};
+  gp_graph_t g = NULL;
+  int rc = 0;
+  double ms = 0, runs = 0;
+  char shape[64];
+  TOOL_TRY(gp_malloc((void **)&c.x, (size_t)c.n * sizeof(float)));
+  TOOL_TRY(gp_memset(c.x, 0, (size_t)c.n * sizeof(float)));
+  snprintf(shape, sizeof shape, "chain of %lld, plain launches", (long long)c.kernels);
+  TOOL_TRY(time_wall(o, run_chain, &c, s, &ms));
+  runs += (double)(o->warmup + o->iters) * (double)c.kernels;
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0);
+  double t0 = tool_now_ms();
+  TOOL_TRY(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
+  gp_status_t cst = run_chain(&c, s);
+  gp_status_t est = gp_stream_end_capture(s, &g); /* ends the capture even when cst failed */
+  TOOL_TRY(cst);
+  TOOL_TRY(est);
+  TOOL_TRY(gp_graph_instantiate(&c.exec, g));
+  double build_ms = tool_now_ms() - t0;
+  snprintf(shape, sizeof shape, "chain of %lld, graph replay", (long long)c.kernels);
+  TOOL_TRY(time_wall(o, run_graph, &c, s, &ms));
+  runs += (double)(o->warmup + o->iters) * (double)c.kernels;
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0);
+  if (!o->json)
+    printf("           (capture and instantiation of the graph, once: %.3f ms)\n", build_ms);
+  rc = check_chain(&c, runs);
+out:
+  gp_graph_exec_destroy(c.exec);
+  gp_graph_destroy(g);
+  gp_free(c.x);
+  return rc;
+}
+
 /* ---- command line ----------------------------------------------------------------------- */
 
 static const char bench_usage[] =
-    "usage: gpuport bench gemm|attention|memcpy [options]\n"
+    "usage: gpuport bench gemm|attention|memcpy|launch [options]\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
@@ -325,7 +417,9 @@ static const char bench_usage[] =
     "             --deterministic 0|1 (backward)\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
-    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n";
+    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
+    "  launch:    --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
+    "             launched one by one and replayed as one graph (us per kernel)\n";
 
 int tool_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
@@ -333,7 +427,7 @@ int tool_bench(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, NULL};
+  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, 0, NULL};
   const char *what = argv[1];
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
@@ -353,13 +447,15 @@ int tool_bench(int argc, char **argv) {
                tool_arg_i64(argc, argv, &i, "--head-dim", &o.hdim) ||
                tool_arg_i64(argc, argv, &i, "--causal", &o.causal) ||
                tool_arg_i64(argc, argv, &i, "--deterministic", &o.deterministic) ||
-               tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes)))
+               tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes) ||
+               tool_arg_i64(argc, argv, &i, "--kernels", &o.kernels)))
       return tool_bad_arg("bench", argv[i]);
   }
   if (o.iters < 1) o.iters = 1;
   int (*fn)(const bench_opts_t *, gp_stream_t) = !strcmp(what, "gemm")        ? bench_gemm
                                                  : !strcmp(what, "attention") ? bench_attention
                                                  : !strcmp(what, "memcpy")    ? bench_memcpy
+                                                 : !strcmp(what, "launch")    ? bench_launch
                                                                               : NULL;
   if (!fn) {
     fprintf(stderr, "gpuport bench: unknown benchmark '%s'\n", what);

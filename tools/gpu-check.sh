@@ -3,7 +3,7 @@
 #
 # For a machine with a GPU, the CUDA toolkit and no Check library: builds the cuda
 # library and tool only (no test suites), then runs
-#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy --json,
+#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json,
 #   bench attention --backward --json
 # and writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the
 # build log to OUTDIR/build.txt, SASS instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt
@@ -81,6 +81,7 @@ step bench-gemm json bench gemm --json
 step bench-attention json bench attention --json
 step bench-attention-bwd json bench attention --backward --json
 step bench-memcpy json bench memcpy --json
+step bench-launch json bench launch --json
 
 # ---- SASS: did the tensor-core paths compile to tensor-core instructions? --------------
 if command -v cuobjdump >/dev/null 2>&1; then
