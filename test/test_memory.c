@@ -10,32 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gpuport.h>
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-/* The call returns status and the thread's message names the argument (word). */
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
-                  (word));                                                                 \
-  } while (0)
-
-static int devices(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
-}
-#define NEED_DEVICES(min, n)                                                               \
-  int n = devices();                                                                       \
-  if (n < (min)) return
+#include "check_util.h"
 
 static bool is_cpu(void) { return gp_backend() == GP_BACKEND_CPU; }
 
@@ -491,10 +466,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+CHECK_MAIN(suite)
