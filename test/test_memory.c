@@ -61,6 +61,14 @@ START_TEST(malloc_edge_cases) {
   gp_status_t s = gp_malloc(&p, SIZE_MAX / 2);
   ck_assert_msg(s == GP_ERROR_OUT_OF_MEMORY, "%s", gp_status_name(s));
   ck_assert_ptr_null(p);
+  /* Sizes no host can pin are refused before the allocator sees them (under
+   * AddressSanitizer, posix_memalign(SIZE_MAX) aborted the process). */
+  p = (void *)0x1;
+  FAILS(gp_malloc_host(&p, SIZE_MAX), GP_ERROR_OUT_OF_MEMORY, "bytes");
+  ck_assert_ptr_null(p);
+  FAILS(gp_malloc_host(&p, SIZE_MAX / 2), GP_ERROR_OUT_OF_MEMORY, "bytes");
+  FAILS(gp_malloc_managed(&p, SIZE_MAX), GP_ERROR_OUT_OF_MEMORY, "bytes");
+  FAILS(gp_malloc_async(&p, SIZE_MAX, NULL), GP_ERROR_OUT_OF_MEMORY, "bytes");
   still_usable();
 }
 END_TEST

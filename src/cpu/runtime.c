@@ -229,6 +229,13 @@ gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info) {
 }
 
 gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
+  /* Page-locked memory cannot exceed the host's physical memory (cudaMallocHost fails
+   * likewise); refusing here also keeps absurd sizes away from the allocator, which
+   * under AddressSanitizer aborts on them instead of returning NULL. */
+  if (bytes > g_total)
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_malloc_host",
+                     "%zu bytes requested; the host has %zu bytes of physical memory", bytes,
+                     g_total);
   void *p = NULL;
   if (posix_memalign(&p, GP__CPU_ALIGN, bytes) != 0)
     return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_malloc_host",
