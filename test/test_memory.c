@@ -237,6 +237,15 @@ START_TEST(memcpy_checks) {
   FAILS(gp_memcpy_async(p, host, 16, (gp_stream_t)(uintptr_t)0xbad0), GP_ERROR_INVALID_HANDLE,
         "stream");
   OK(gp_memcpy(p + 64, host, 64)); /* exactly to the end is fine */
+  /* A size gone negative ((size_t)-1) is refused even for host memory gpuport does not
+   * know: no range can wrap around the address space (it was a memmove of SIZE_MAX). */
+  FAILS(gp_memcpy(host, host + 128, SIZE_MAX), GP_ERROR_INVALID_VALUE, "wraps");
+  FAILS(gp_memcpy(host + 128, host, SIZE_MAX - 64), GP_ERROR_INVALID_VALUE, "wraps");
+  FAILS(gp_memcpy_async(host, host + 128, SIZE_MAX, NULL), GP_ERROR_INVALID_VALUE, "wraps");
+  FAILS(gp_memset(host, 0, SIZE_MAX), GP_ERROR_INVALID_VALUE, "wraps");
+  FAILS(gp_memset_async(host, 0, SIZE_MAX, NULL), GP_ERROR_INVALID_VALUE, "wraps");
+  uint32_t words[4];
+  FAILS(gp_memset_d32(words, 0, SIZE_MAX / 4), GP_ERROR_INVALID_VALUE, "wraps");
   OK(gp_free(p));
   still_usable();
 }
