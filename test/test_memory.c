@@ -163,6 +163,20 @@ START_TEST(host_register) {
   gp_pointer_attributes_init(&a);
   OK(gp_pointer_get_attributes(&a, buf));
   ck_assert_int_eq(a.type, GP_MEMORY_UNREGISTERED);
+  /* A range enclosing a registered one overlaps it too (both of its ends are outside
+   * it): accepting it left overlapping entries, and lookups inside the larger range
+   * then missed it. */
+  OK(gp_host_register(buf + 1000, 100));
+  FAILS(gp_host_register(buf, bytes), GP_ERROR_INVALID_VALUE, "overlaps");
+  FAILS(gp_host_register(buf + 1099, 1), GP_ERROR_INVALID_VALUE, "overlaps");
+  OK(gp_host_register(buf + 1100, 100)); /* adjacent, not overlapping */
+  OK(gp_host_register(buf + 900, 100));
+  gp_pointer_attributes_init(&a);
+  OK(gp_pointer_get_attributes(&a, buf + 2000));
+  ck_assert_int_eq(a.type, GP_MEMORY_UNREGISTERED);
+  OK(gp_host_unregister(buf + 900));
+  OK(gp_host_unregister(buf + 1000));
+  OK(gp_host_unregister(buf + 1100));
   free(buf);
   still_usable();
 }
