@@ -452,6 +452,32 @@ START_TEST(stream_and_event_wrap) {
   }
   OK(gp_stream_destroy(s));
   OK(gp_event_destroy(e));
+  if (gp_backend() == GP_BACKEND_CPU) {
+    /* The wrapped stream and event destroyed first: their wrappers go with them (they
+     * kept a pointer to freed memory: heap-use-after-free under ASan). One stream has
+     * run work (a worker frees it later), the other none (freed at once). */
+    for (int worked = 0; worked < 2; worked++) {
+      OK(gp_stream_create(&s));
+      OK(gp_event_create(&e));
+      OK(gp_stream_wrap(&w, gp_stream_native(s)));
+      OK(gp_event_wrap(&we, gp_event_native(e)));
+      if (worked) {
+        OK(gp_launch_host_func(w, sleep_then_set, &flag));
+        OK(gp_event_record(we, w));
+      }
+      OK(gp_stream_destroy(s));
+      OK(gp_event_destroy(e));
+      FAILS(gp_stream_synchronize(w), GP_ERROR_INVALID_HANDLE, "stream");
+      FAILS(gp_launch_host_func(w, sleep_then_set, &flag), GP_ERROR_INVALID_HANDLE, "stream");
+      FAILS(gp_event_query(we), GP_ERROR_INVALID_HANDLE, "event");
+      FAILS(gp_event_record(we, NULL), GP_ERROR_INVALID_HANDLE, "event");
+      ck_assert_ptr_null(gp_stream_native(w));
+      ck_assert_ptr_null(gp_event_native(we));
+      FAILS(gp_stream_destroy(w), GP_ERROR_INVALID_HANDLE, "stream");
+      FAILS(gp_event_destroy(we), GP_ERROR_INVALID_HANDLE, "event");
+    }
+    OK(gp_device_synchronize());
+  }
   still_usable();
 }
 END_TEST

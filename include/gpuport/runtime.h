@@ -437,7 +437,9 @@ GP_API gp_status_t gp_stream_create_with_priority(gp_stream_t *stream, int prior
 /**
  * @brief Destroys @p stream once its enqueued work completes (cudaStreamDestroy).
  *        NULL is a no-op.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (destroyed or foreign handle).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (destroyed or foreign handle),
+ *         ::GP_ERROR_INVALID_VALUE (::GP_STREAM_LEGACY or ::GP_STREAM_PER_THREAD, which
+ *         cannot be destroyed).
  */
 GP_API gp_status_t gp_stream_destroy(gp_stream_t stream);
 
@@ -482,7 +484,10 @@ GP_API void *gp_stream_native(gp_stream_t stream);
 
 /**
  * @brief Wraps a native stream the application owns (cudaStream_t / hipStream_t).
- *        gp_stream_destroy() releases the wrapper, not the native stream.
+ *        gp_stream_destroy() releases the wrapper, not the native stream. The wrapper
+ *        must not outlive the native stream; on the CPU backend, destroying the wrapped
+ *        gp_stream_t releases its wrappers too (later calls with them return
+ *        ::GP_ERROR_INVALID_HANDLE).
  * @param[out] stream the wrapper.
  * @param[in] native the native stream; on the CPU backend a gp_stream_t.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
@@ -555,6 +560,8 @@ GP_API void *gp_event_native(gp_event_t event);
 
 /**
  * @brief Wraps a native event the application owns; gp_event_destroy() frees the wrapper only.
+ *        As with gp_stream_wrap(), the wrapper must not outlive the native event; on the
+ *        CPU backend, destroying the wrapped gp_event_t releases its wrappers too.
  * @param[out] event the wrapper.
  * @param[in] native cudaEvent_t / hipEvent_t; on the CPU backend a gp_event_t.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.

@@ -509,6 +509,17 @@ gp_status_t gp__be_stream_create(gp_stream_t *stream, unsigned flags, int priori
   return GP_SUCCESS;
 }
 
+/* Drops the wrappers of s, which is being destroyed (g_mu held): a wrapper holds a
+ * plain pointer to its target, so it must not outlive it. Each is claimed through the
+ * handle registry, as a destroy would, so a racing destroy of the wrapper frees it once. */
+static void drop_stream_wrappers(struct gp_stream_s *s) {
+  for (struct gp_stream_s *t = g_dev[s->device].streams, *next; t; t = next) {
+    next = t->next;
+    if (t->kind == S_WRAPPER && t->target == s && gp__handle_remove(t, GP__H_STREAM))
+      stream_unlink_free(t);
+  }
+}
+
 gp_status_t gp__be_stream_destroy(gp_stream_t s) {
   /* Removal is the claim: of two racing destroys, one wins. Work already queued still
    * runs; the worker frees the stream when it has drained. */
@@ -516,6 +527,7 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_stream_destroy",
                      "'stream' (%p) was destroyed concurrently", (void *)s);
   pthread_mutex_lock(&g_mu);
+  if (s->kind != S_WRAPPER) drop_stream_wrappers(s);
   if (s->kind == S_WRAPPER || !s->has_worker) {
     stream_unlink_free(s);
   } else {
@@ -734,8 +746,18 @@ gp_status_t gp__be_event_destroy(gp_event_t event) {
   if (!gp__handle_remove(event, GP__H_EVENT))
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_event_destroy",
                      "'event' (%p) was destroyed concurrently", (void *)event);
-  /* A pending record still completes: the ops hold references. */
+  /* A pending record still completes: the ops hold references. Wrappers of the event
+   * go with it (see drop_stream_wrappers). */
   pthread_mutex_lock(&g_mu);
+  if (!event->wrapper) {
+    for (struct gp_event_s *w = g_dev[event->device].events, *next; w; w = next) {
+      next = w->next;
+      if (w->wrapper && w->target == event && !w->destroyed && gp__handle_remove(w, GP__H_EVENT)) {
+        w->destroyed = true;
+        event_unref(w);
+      }
+    }
+  }
   event->destroyed = true;
   event_unref(event);
   pthread_mutex_unlock(&g_mu);
