@@ -65,14 +65,21 @@ gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
     return gp__error(GP_ERROR_INVALID_IMAGE, func,
                      "'kernel' '%s' was compiled for backend %d, this library is the %s backend",
                      k->name ? k->name : "?", k->backend, gp_backend_name());
+  /* The CPU executor needs both entry points (a block runs plainly until its first
+   * barrier, then as fibers): checked here, so a bad descriptor fails before anything
+   * is enqueued rather than as an asynchronous error. */
   bool has_entry = GP__BACKEND == GP_BACKEND_CPU
-                       ? (k->cpu_run_block != NULL || k->cpu_run_thread != NULL)
+                       ? (k->cpu_run_block != NULL && k->cpu_run_thread != NULL)
                        : k->gpu_entry != NULL;
   if (!has_entry || k->num_params < 0 || (k->num_params > 0 && k->param_sizes == NULL))
     return gp__error(GP_ERROR_INVALID_IMAGE, func,
                      "'kernel' '%s' has an incomplete descriptor (no entry point or "
                      "parameter sizes)",
                      k->name ? k->name : "?");
+  if (k->warp_size != 32 && k->warp_size != 64)
+    return gp__error(GP_ERROR_INVALID_IMAGE, func,
+                     "'kernel' '%s' was compiled for warp width %d; gpuport builds 32 or 64",
+                     k->name ? k->name : "?", k->warp_size);
   return GP_SUCCESS;
 }
 

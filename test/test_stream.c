@@ -723,6 +723,16 @@ START_TEST(launch_rejects_bad_configurations) {
   bad = k;
   bad.abi_version = 99;
   FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "kernel");
+  /* Descriptors the executor cannot run fail here, not later as an asynchronous error. */
+  bad = k;
+  bad.warp_size = 48;
+  FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "warp");
+  if (gp_backend() == GP_BACKEND_CPU) {
+    bad = k;
+    bad.cpu_run_thread = NULL;
+    FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "kernel");
+  }
+  OK(gp_device_synchronize());
   ck_assert_str_eq(gp_kernel_name(&k), "fake");
   ck_assert_ptr_null(gp_kernel_name(NULL));
   /* Raising the limit: up to the opt-in maximum, and still checked. */
