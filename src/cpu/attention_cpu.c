@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "attention_impl.h"
 #include "internal.h"
 
@@ -223,6 +224,49 @@ static int thread_count(int64_t items) {
   return (int)n;
 }
 
+/* Bytes spanned by rows [0, rows) of a packed [tokens, heads, dim] tensor; false on
+ * overflow (which no allocation can satisfy). */
+static bool packed_bytes(int64_t rows, int64_t heads, int64_t dim, int64_t ss, int64_t hs,
+                         size_t elem, size_t *bytes) {
+  int64_t last = dim - 1, t;
+  if (__builtin_mul_overflow(rows - 1, ss, &t) || __builtin_add_overflow(last, t, &last)) return false;
+  if (__builtin_mul_overflow(heads - 1, hs, &t) || __builtin_add_overflow(last, t, &last)) return false;
+  if (__builtin_mul_overflow(last + 1, (int64_t)elem, &t)) return false;
+  *bytes = (size_t)t;
+  return true;
+}
+
+/* The totals of the varlen offsets size the packed tensors: the api layer, which cannot
+ * read device memory, could not check them against the allocations; here they are known. */
+static gp_status_t check_packed_ranges(const gp__attn_params_t *p, int64_t total_q,
+                                       int64_t total_k) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  struct {
+    const char *name;
+    const void *ptr;
+    int64_t rows, heads, dim, ss, hs;
+    size_t elem;
+  } t[] = {
+      {"desc->q", p->q, total_q, p->heads_q, p->head_dim, p->q_ss, p->q_hs, es},
+      {"desc->k", p->k, total_k, p->heads_kv, p->head_dim, p->k_ss, p->k_hs, es},
+      {"desc->v", p->v, total_k, p->heads_kv, p->head_dim_v, p->v_ss, p->v_hs, es},
+      {"desc->o", p->o, total_q, p->heads_q, p->head_dim_v, p->o_ss, p->o_hs, es},
+      /* lse is [heads_q, total_q] */
+      {"desc->lse", p->lse, p->heads_q, 1, total_q, total_q, 0, sizeof(float)},
+  };
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    size_t bytes;
+    if (t[i].ptr == NULL || t[i].rows == 0 || t[i].dim == 0) continue;
+    if (!packed_bytes(t[i].rows, t[i].heads, t[i].dim, t[i].ss, t[i].hs, t[i].elem, &bytes))
+      return ATTN_ERR(GP_ERROR_INVALID_VALUE,
+                     "the extent of %s for %lld query and %lld key tokens (cu_seqlens) "
+                     "overflows the address space",
+                     t[i].name, (long long)total_q, (long long)total_k);
+    GP__TRY(gp__api_check_range("gp_attention_fwd", t[i].name, t[i].ptr, bytes));
+  }
+  return GP_SUCCESS;
+}
+
 /* Varlen offsets are read here, in stream order, as a kernel would read them. */
 static gp_status_t check_varlen(job_t *job) {
   const gp__attn_params_t *p = &job->p;
@@ -238,7 +282,7 @@ static gp_status_t check_varlen(job_t *job) {
                      (long long)p->seqlen_k);
   }
   job->total_q = p->cu_q[p->batch];
-  return GP_SUCCESS;
+  return check_packed_ranges(p, job->total_q, p->cu_k[p->batch]);
 }
 
 static gp_status_t run_job(void *user) {
