@@ -98,7 +98,9 @@ GP_API gp_status_t gp_free(void *ptr) {
   GP__TRY(gp__api_init(__func__));
   gp__alloc_info_t info;
   GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_DEVICE | 1u << GP__ALLOC_MANAGED, &info));
-  return gp__be_free(ptr, &info);
+  gp_status_t st = gp__be_free(ptr, &info);
+  if (st != GP_SUCCESS) (void)gp__alloc_register(info.base, info.bytes, info.kind, info.device);
+  return st;
 }
 
 GP_API gp_status_t gp_malloc_host(void **ptr, size_t bytes) {
@@ -116,7 +118,9 @@ GP_API gp_status_t gp_free_host(void *ptr) {
   GP__TRY(gp__api_init(__func__));
   gp__alloc_info_t info;
   GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_HOST, &info));
-  return gp__be_free_host(ptr);
+  gp_status_t st = gp__be_free_host(ptr);
+  if (st != GP_SUCCESS) (void)gp__alloc_register(info.base, info.bytes, info.kind, info.device);
+  return st;
 }
 
 GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes) {

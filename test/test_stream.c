@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -168,6 +169,46 @@ START_TEST(host_func_orders_stream) {
   ck_assert_int_eq(copy, 1);
   FAILS(gp_launch_host_func(s, NULL, NULL), GP_ERROR_INVALID_VALUE, "fn");
   OK(gp_stream_destroy(s));
+}
+END_TEST
+
+/* A host function that waits for device work: on the cpu backend each wait is refused
+ * (it would wait for the host function itself: the process hung). */
+typedef struct waiter {
+  gp_stream_t s;
+  void *mem;
+  gp_status_t st[6];
+  char msg[256];
+} waiter_t;
+
+static void wait_inside(void *p) {
+  waiter_t *w = p;
+  int x = 0;
+  w->st[0] = gp_stream_synchronize(w->s);
+  snprintf(w->msg, sizeof w->msg, "%s", gp_last_error_message());
+  w->st[1] = gp_device_synchronize();
+  w->st[2] = gp_memcpy(w->mem, &x, sizeof x);
+  w->st[3] = gp_free(w->mem);
+  w->st[4] = gp_stream_synchronize(NULL);
+  w->st[5] = gp_memset_async(w->mem, 0, 4, w->s); /* enqueueing does not wait */
+}
+
+START_TEST(host_func_must_not_wait) {
+  NEED_DEVICES(1, n);
+  if (gp_backend() != GP_BACKEND_CPU) return; /* CUDA leaves it undefined */
+  waiter_t w;
+  memset(&w, 0, sizeof w);
+  OK(gp_stream_create(&w.s));
+  OK(gp_malloc(&w.mem, 64));
+  OK(gp_launch_host_func(w.s, wait_inside, &w));
+  OK(gp_stream_synchronize(w.s));
+  for (int i = 0; i < 5; i++)
+    ck_assert_msg(w.st[i] == GP_ERROR_NOT_SUPPORTED, "wait %d -> %s", i, gp_status_name(w.st[i]));
+  ck_assert_msg(strstr(w.msg, "host function") != NULL, "message '%s'", w.msg);
+  ck_assert_int_eq(w.st[5], GP_SUCCESS);
+  OK(gp_free(w.mem)); /* the refused gp_free left the allocation intact */
+  OK(gp_stream_destroy(w.s));
+  still_usable();
 }
 END_TEST
 
@@ -758,6 +799,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, stream_create_destroy);
   tcase_add_test(tc, stream_bad_handles);
   tcase_add_test(tc, host_func_orders_stream);
+  tcase_add_test(tc, host_func_must_not_wait);
   tcase_add_test(tc, stream_query_not_ready);
   tcase_add_test(tc, destroy_with_pending_work);
   tcase_add_test(tc, legacy_waits_for_blocking_stream);

@@ -467,7 +467,10 @@ GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event);
 /**
  * @brief Enqueues a host function (cudaLaunchHostFunc). @p fn runs on a library thread
  *        once earlier work on @p stream is complete; later work waits for it. @p fn must
- *        not call gpuport functions that enqueue or wait (as CUDA).
+ *        not call gpuport functions that enqueue or wait (as CUDA). On the CPU backend a
+ *        wait called from @p fn (synchronisation, a synchronous copy or set, gp_free(),
+ *        gp_free_host(), gp_device_reset()) returns ::GP_ERROR_NOT_SUPPORTED instead of
+ *        deadlocking.
  * @param[in] stream the stream.
  * @param[in] fn the function, not NULL.
  * @param[in] user its argument.

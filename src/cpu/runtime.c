@@ -123,6 +123,7 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
 }
 
 gp_status_t gp__be_device_synchronize(void) {
+  GP__TRY(gp__cpu_check_may_wait("gp_device_synchronize"));
   gp__cpu_device_drain(gp__current_device());
   return GP_SUCCESS;
 }
@@ -137,6 +138,7 @@ static void drop_alloc(const gp__alloc_info_t *info, void *user) {
 }
 
 gp_status_t gp__be_device_reset(void) {
+  GP__TRY(gp__cpu_check_may_wait("gp_device_reset"));
   int dev = gp__current_device();
   gp__cpu_device_drain(dev);
   gp__cpu_device_release_handles(dev);
@@ -223,6 +225,7 @@ gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream) {
 
 gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info) {
   /* As cudaFree: work still running on the device may use the memory. */
+  GP__TRY(gp__cpu_check_may_wait("gp_free"));
   gp__cpu_device_drain(info->device);
   gp__cpu_device_free(ptr);
   return GP_SUCCESS;
@@ -246,6 +249,7 @@ gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
 
 gp_status_t gp__be_free_host(void *ptr) {
   /* Pinned memory may be the source of an async copy still queued. */
+  GP__TRY(gp__cpu_check_may_wait("gp_free_host"));
   for (int d = 0; d < g_ndev; d++) gp__cpu_device_drain(d);
   free(ptr);
   return GP_SUCCESS;

@@ -90,6 +90,18 @@ static cpu_dev_t g_dev[GP__CPU_MAX_DEVICES];
 static int g_ndev;
 static pthread_key_t g_pt_key;
 static __thread pt_streams_t *tl_pt;
+/* Set on a stream worker while it runs an application's host function. */
+static __thread bool tl_in_host_fn;
+
+gp_status_t gp__cpu_check_may_wait(const char *func) {
+  if (!tl_in_host_fn) return GP_SUCCESS;
+  /* The host function is itself pending work of its device: a wait for that work from
+   * inside it never ends. CUDA forbids such calls (cudaErrorNotPermitted, when it
+   * notices); here it always notices. */
+  return gp__error(GP_ERROR_NOT_SUPPORTED, func,
+                   "called from a host function (gp_launch_host_func), which must not wait "
+                   "for device work: it would wait for itself");
+}
 
 /* ---- lists and helpers (g_mu held) ------------------------------------------------------- */
 
@@ -188,7 +200,9 @@ static void run_op(struct gp_stream_s *s, cpu_op_t *op) {
       for (size_t i = 0; i < op->u.set.count; i++) ((uint32_t *)op->u.set.ptr)[i] = op->u.set.value;
       break;
     case OP_HOST_FN:
+      tl_in_host_fn = true;
       op->u.host.fn(op->u.host.user);
+      tl_in_host_fn = false;
       break;
     case OP_HOST_WORK:
       st = op->u.work.fn(op->u.work.user);
@@ -379,6 +393,13 @@ static bool run_inline(struct gp_stream_s *s, cpu_op_t *op) {
 /* Enqueues op on the resolved stream; sync callers wait for it to complete. */
 static gp_status_t submit(gp_stream_t h, cpu_op_t *op, bool sync, const char *func) {
   if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  if (sync) {
+    gp_status_t st = gp__cpu_check_may_wait(func);
+    if (st != GP_SUCCESS) {
+      free(op);
+      return st;
+    }
+  }
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) {
     free(op);
@@ -539,6 +560,7 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
 }
 
 gp_status_t gp__be_stream_synchronize(gp_stream_t h) {
+  GP__TRY(gp__cpu_check_may_wait("gp_stream_synchronize"));
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&g_mu);
@@ -786,6 +808,7 @@ gp_status_t gp__be_event_record(gp_event_t event, gp_stream_t h) {
 }
 
 gp_status_t gp__be_event_synchronize(gp_event_t event) {
+  GP__TRY(gp__cpu_check_may_wait("gp_event_synchronize"));
   struct gp_event_s *e = event_get(event);
   pthread_mutex_lock(&g_mu);
   uint64_t gen = e->recorded;
