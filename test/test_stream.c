@@ -774,6 +774,14 @@ START_TEST(launch_rejects_bad_configurations) {
     FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "kernel");
   }
   OK(gp_device_synchronize());
+  /* Stray pointers: an error, not a segfault reading the magic. */
+  FAILS(gp_launch((gp_kernel_t)(uintptr_t)0x10, one, one, 0, NULL, args), GP_ERROR_INVALID_HANDLE,
+        "kernel");
+  FAILS(gp_launch((gp_kernel_t)((uintptr_t)&k + 1), one, one, 0, NULL, args),
+        GP_ERROR_INVALID_HANDLE, "kernel");
+  FAILS(gp_kernel_set_max_dynamic_shared((gp_kernel_t)(uintptr_t)0x7000, 16),
+        GP_ERROR_INVALID_HANDLE, "kernel");
+  ck_assert_ptr_null(gp_kernel_name((gp_kernel_t)(uintptr_t)0x20));
   ck_assert_str_eq(gp_kernel_name(&k), "fake");
   ck_assert_ptr_null(gp_kernel_name(NULL));
   /* Raising the limit: up to the opt-in maximum, and still checked. */
