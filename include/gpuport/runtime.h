@@ -102,7 +102,8 @@ static inline void gp_device_props_init(gp_device_props_t *props) {
 /**
  * @brief Number of devices of this backend (cudaGetDeviceCount).
  *
- * The CPU backend has `GP_CPU_DEVICES` virtual devices (default 1, at most 64).
+ * The CPU backend has `GP_CPU_DEVICES` virtual devices (default 1, at most 64; a value
+ * outside 1..64 is clamped and one that is not an integer ignored, with a warning).
  * @param[out] count number of devices; 0 with ::GP_ERROR_NO_DEVICE on a GPU backend
  *             with no device or no driver.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p count), ::GP_ERROR_NO_DEVICE.
