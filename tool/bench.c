@@ -142,7 +142,7 @@ static gp_status_t run_gemm(void *p, gp_stream_t s) {
 /* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
 static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t k) {
   tool_sgemm_fn sgemm = tool_anchor_sgemm();
-  if (!sgemm) return 0;
+  if (!sgemm || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return 0; /* CBLAS ints */
   float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
   double *ms = calloc((size_t)o->iters, sizeof(double)), med = 0;
   if (a && b && c && ms) {
@@ -180,16 +180,16 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   int rc = 0;
   for (int i = 0; i < nshapes; i++) {
     int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+    size_t na, nb, nc;
+    if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1))
+      return 2;
     double anchor = anchor_tflops(o, m, n, k);
     for (int j = 0; j < ntypes; j++) {
       gemm_ctx_t g = {m, n, k, types[j], NULL, NULL, NULL};
       char shape[64];
       snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
       double ms = 0;
-      size_t na, nb, nc;
-      if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) ||
-          !elements(&nc, m, n, (int64_t)gp_dtype_size(g.t), 1))
-        return 2;
+      nc = (size_t)(m * n) * gp_dtype_size(g.t); /* at most the f32 size checked above */
       TOOL_TRY(filled(&g.a, g.t, na));
       TOOL_TRY(filled(&g.b, g.t, nb));
       TOOL_TRY(gp_malloc(&g.c, nc));
