@@ -85,7 +85,14 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent) {
   gp__alloc_info_t info;
-  if (extent == 0 || !gp__alloc_find(ptr, &info)) return GP_SUCCESS;
+  if (extent == 0) return GP_SUCCESS;
+  /* No memory ends past the top of the address space: such an extent is a size gone
+   * negative ((size_t)-1), caught here even for memory gpuport does not know. */
+  if (extent - 1 > UINTPTR_MAX - (uintptr_t)ptr)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'%s' range of %zu bytes at %p wraps around the address space", arg,
+                     extent, ptr);
+  if (!gp__alloc_find(ptr, &info)) return GP_SUCCESS;
   size_t off = (size_t)((const char *)ptr - (const char *)info.base);
   if (extent > info.bytes - off)
     return gp__error(GP_ERROR_INVALID_VALUE, func,

@@ -150,9 +150,9 @@ GP_API gp_status_t gp_host_register(void *ptr, size_t bytes) {
   GP__TRY(gp__api_init(__func__));
   GP__TRY(gp__be_capture_guard(__func__));
   gp__alloc_info_t info;
-  /* Both ends: the registry answers point queries; a range strictly inside the new one
-   * is caught by the native runtime on the GPU backends. */
-  if (gp__alloc_find(ptr, &info) || gp__alloc_find((char *)ptr + bytes - 1, &info))
+  /* Any overlap, including a registered range strictly inside the new one: the
+   * registry's entries must stay disjoint for its lookups to be right. */
+  if (gp__alloc_find_overlap(ptr, bytes, &info))
     return GP__ERR(GP_ERROR_INVALID_VALUE,
                    "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
                    bytes, alloc_fn(info.kind), info.bytes, info.base);

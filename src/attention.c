@@ -79,8 +79,8 @@ static gp_status_t check_desc(const char *func, const gp_attention_desc_t *desc,
 
   if (d->dtype != GP_F16 && d->dtype != GP_BF16 && d->dtype != GP_F32)
     return ATTN_ERR(GP_ERROR_NOT_SUPPORTED,
-                   "desc->dtype %d is not supported: attention takes GP_F16, GP_BF16 or GP_F32",
-                   (int)d->dtype);
+                   "desc->dtype %s (%d) is not supported: attention takes GP_F16, GP_BF16 or GP_F32",
+                   gp_dtype_name(d->dtype), (int)d->dtype);
 #define CHECK_EXTENT(f)                                                                     \
   do {                                                                                      \
     if (d->f < 1 || d->f > GP__ATTN_MAX_EXTENT)                                             \

@@ -119,8 +119,9 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
                      gp_dtype_name(d->b_type), gp_dtype_name(d->a_type));
   if (d->c_type != d->a_type && d->c_type != GP_F32)
     return gp__error(GP_ERROR_NOT_SUPPORTED, func,
-                     "c_type %s is not supported with %s inputs (%s or f32)",
-                     gp_dtype_name(d->c_type), gp_dtype_name(d->a_type), gp_dtype_name(d->a_type));
+                     "c_type %s is not supported with %s inputs (%s%s)",
+                     gp_dtype_name(d->c_type), gp_dtype_name(d->a_type), gp_dtype_name(d->a_type),
+                     d->a_type == GP_F32 ? " only" : " or f32");
   if (d->compute != GP_COMPUTE_F32 && d->compute != GP_COMPUTE_TF32)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
                      "argument 'compute' (%d) is neither GP_COMPUTE_F32 nor GP_COMPUTE_TF32",

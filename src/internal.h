@@ -110,6 +110,9 @@ gp_status_t gp__alloc_register(void *base, size_t bytes, gp__alloc_kind_t kind, 
 gp_status_t gp__alloc_unregister(void *base, gp__alloc_info_t *removed);
 /* Finds the allocation containing ptr (interior pointers included). */
 bool gp__alloc_find(const void *ptr, gp__alloc_info_t *info);
+/* Finds an allocation sharing at least one byte with [ptr, ptr + bytes) (the range must
+ * not wrap around the address space). */
+bool gp__alloc_find_overlap(const void *ptr, size_t bytes, gp__alloc_info_t *info);
 /* Removes and returns (through cb) every allocation of device, for gp_device_reset. */
 void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void *), void *user);
 

@@ -427,6 +427,32 @@ START_TEST(test_errors) {
     gp_status_t st = gp_device_synchronize();
     ck_assert_msg(st == GP_ERROR_INVALID_VALUE, "bad cu_seqlens: got %s (%s)", gp_status_name(st),
                   gp_last_error_message());
+
+    /* The portable kernel traps on such offsets instead of reading past the tensors
+     * (under AddressSanitizer the read was a heap-buffer-overflow). */
+    setenv("GP_CPU_ATTENTION", "portable", 1);
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    st = gp_device_synchronize();
+    ck_assert_msg(st == GP_ERROR_LAUNCH_FAILED, "bad cu_seqlens, portable: got %s (%s)",
+                  gp_status_name(st), gp_last_error_message());
+    unsetenv("GP_CPU_ATTENTION");
+    gp_free(cu);
+
+    /* Offsets within seqlen_q/seqlen_k whose totals (40 x 4 tokens) run past the packed
+     * tensors: o (2048 bytes) holds 128 tokens. An asynchronous error naming the tensor,
+     * not a read or write outside it. */
+    int32_t cu_long[41];
+    for (int b = 0; b <= 40; b++) cu_long[b] = 4 * b;
+    ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_long)), GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(cu, cu_long, sizeof(cu_long)), GP_SUCCESS);
+    valid_desc(&d);
+    d.batch = 40;
+    d.cu_seqlens_q = d.cu_seqlens_k = cu;
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    st = gp_device_synchronize();
+    ck_assert_msg(st == GP_ERROR_INVALID_VALUE && strstr(gp_last_error_message(), "desc->o"),
+                  "cu_seqlens past the tensors: got %s (%s)", gp_status_name(st),
+                  gp_last_error_message());
     gp_free(cu);
   }
 

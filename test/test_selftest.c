@@ -182,6 +182,14 @@ START_TEST(commands_and_exit_codes) {
   ck_assert_int_eq(run(NULL, "selftest --quick --json --check runtime", &out), 0);
   ck_assert_ptr_nonnull(strstr(out, "\"failed\": 0"));
   free(out);
+  /* Shapes whose element counts overflow are refused with a message (the products
+   * were signed overflows, wrapping to small sizes). */
+  ck_assert_int_eq(run(NULL, "bench gemm --m 4611686018427387904 --n 4 --k 4", &out), 2);
+  ck_assert_msg(strstr(out, "overflow") != NULL, "no message:\n%s", out);
+  free(out);
+  ck_assert_int_eq(run(NULL, "bench attention --batch 4294967296 --seqlen 4294967296", &out), 2);
+  ck_assert_msg(strstr(out, "overflow") != NULL, "no message:\n%s", out);
+  free(out);
 }
 END_TEST
 

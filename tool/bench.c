@@ -35,6 +35,19 @@ typedef struct bench_opts {
 
 typedef gp_status_t (*enqueue_fn)(void *ctx, gp_stream_t s);
 
+/* *n = a * b * c * d, or false (with a message) when the shape's element count overflows. */
+static bool elements(size_t *n, int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r) ||
+      __builtin_mul_overflow(r, d, &r)) {
+    fprintf(stderr, "gpuport bench: %lld x %lld x %lld x %lld elements overflow 64 bits\n",
+            (long long)a, (long long)b, (long long)c, (long long)d);
+    return false;
+  }
+  *n = (size_t)r;
+  return true;
+}
+
 static int n_results;
 
 /* Times fn: warm-up runs, then iters runs each between two events; *median_ms. */
@@ -86,8 +99,11 @@ static gp_dtype_t parse_dtype(const char *s) {
  * so that sums stay finite and no denormal slow path is measured. */
 static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
   size_t es = gp_dtype_size(t);
-  unsigned char *h = malloc(n * es);
-  if (!h) return GP_ERROR_OUT_OF_MEMORY;
+  unsigned char *h = n <= SIZE_MAX / es ? malloc(n * es) : NULL;
+  if (!h) {
+    fprintf(stderr, "gpuport bench: no host memory for %zu elements of %s\n", n, gp_dtype_name(t));
+    return GP_ERROR_OUT_OF_MEMORY;
+  }
   for (size_t i = 0; i < n; i++) {
     float v = 0.01f * (float)((int)(i % 97) - 48);
     if (t == GP_F32) memcpy(h + i * 4, &v, 4);
@@ -134,7 +150,7 @@ static gp_status_t run_gemm(void *p, gp_stream_t s) {
 /* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
 static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t k) {
   tool_sgemm_fn sgemm = tool_anchor_sgemm();
-  if (!sgemm) return 0;
+  if (!sgemm || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return 0; /* CBLAS ints */
   float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
   double *ms = calloc((size_t)o->iters, sizeof(double)), med = 0;
   if (a && b && c && ms) {
@@ -172,15 +188,19 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   int rc = 0;
   for (int i = 0; i < nshapes; i++) {
     int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+    size_t na, nb, nc;
+    if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1))
+      return 2;
     double anchor = anchor_tflops(o, m, n, k);
     for (int j = 0; j < ntypes; j++) {
       gemm_ctx_t g = {m, n, k, types[j], NULL, NULL, NULL};
       char shape[64];
       snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
       double ms = 0;
-      TOOL_TRY(filled(&g.a, g.t, (size_t)(m * k)));
-      TOOL_TRY(filled(&g.b, g.t, (size_t)(k * n)));
-      TOOL_TRY(gp_malloc(&g.c, (size_t)(m * n) * gp_dtype_size(g.t)));
+      nc = (size_t)(m * n) * gp_dtype_size(g.t); /* at most the f32 size checked above */
+      TOOL_TRY(filled(&g.a, g.t, na));
+      TOOL_TRY(filled(&g.b, g.t, nb));
+      TOOL_TRY(gp_malloc(&g.c, nc));
       TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
       double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
       result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, anchor, anchor > 0 ? tf / anchor : 0);
@@ -250,10 +270,12 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
     char shape[96];
     snprintf(shape, sizeof shape, "b%lld s%lld h%lld/%lld d%lld%s", (long long)batch,
              (long long)seq, (long long)hq, (long long)hkv, (long long)d, causal ? " causal" : "");
-    TOOL_TRY(filled(&q, t, (size_t)(batch * seq * hq * d)));
-    TOOL_TRY(filled(&k, t, (size_t)(batch * seq * hkv * d)));
-    TOOL_TRY(filled(&v, t, (size_t)(batch * seq * hkv * d)));
-    TOOL_TRY(gp_malloc(&out_o, (size_t)(batch * seq * hq * d) * gp_dtype_size(t)));
+    size_t nq, nkv;
+    if (!elements(&nq, batch, seq, hq, d) || !elements(&nkv, batch, seq, hkv, d)) return 2;
+    TOOL_TRY(filled(&q, t, nq));
+    TOOL_TRY(filled(&k, t, nkv));
+    TOOL_TRY(filled(&v, t, nkv));
+    TOOL_TRY(gp_malloc(&out_o, nq * gp_dtype_size(t)));
     a.q = q, a.k = k, a.v = v, a.o = out_o;
     double flops = 4.0 * (double)batch * (double)hq * (double)seq * (double)seq * (double)d;
     if (causal) flops /= 2;
@@ -289,7 +311,10 @@ static int bench_memcpy(const bench_opts_t *o, gp_stream_t s) {
   size_t bytes = o->bytes ? (size_t)o->bytes : gp_backend() == GP_BACKEND_CPU ? (64u << 20) : (256u << 20);
   void *pinned = NULL, *d1 = NULL, *d2 = NULL, *pageable = malloc(bytes);
   int rc = 0;
-  if (!pageable) return 1;
+  if (!pageable) {
+    fprintf(stderr, "gpuport bench memcpy: no host memory for %zu bytes\n", bytes);
+    return 1;
+  }
   memset(pageable, 1, bytes);
   TOOL_TRY(gp_malloc_host(&pinned, bytes));
   memset(pinned, 1, bytes);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "attention_cpu.h"
 #include "attention_impl.h"
 #include "internal.h"
@@ -222,6 +223,49 @@ int gp__cpu_attn_threads(int64_t items) {
   return (int)n;
 }
 
+/* Bytes spanned by rows [0, rows) of a packed [tokens, heads, dim] tensor; false on
+ * overflow (which no allocation can satisfy). */
+static bool packed_bytes(int64_t rows, int64_t heads, int64_t dim, int64_t ss, int64_t hs,
+                         size_t elem, size_t *bytes) {
+  int64_t last = dim - 1, t;
+  if (__builtin_mul_overflow(rows - 1, ss, &t) || __builtin_add_overflow(last, t, &last)) return false;
+  if (__builtin_mul_overflow(heads - 1, hs, &t) || __builtin_add_overflow(last, t, &last)) return false;
+  if (__builtin_mul_overflow(last + 1, (int64_t)elem, &t)) return false;
+  *bytes = (size_t)t;
+  return true;
+}
+
+/* The totals of the varlen offsets size the packed tensors: the api layer, which cannot
+ * read device memory, could not check them against the allocations; here they are known. */
+static gp_status_t check_packed_ranges(const gp__attn_params_t *p, int64_t total_q,
+                                       int64_t total_k, const char *func) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  struct {
+    const char *name;
+    const void *ptr;
+    int64_t rows, heads, dim, ss, hs;
+    size_t elem;
+  } t[] = {
+      {"desc->q", p->q, total_q, p->heads_q, p->head_dim, p->q_ss, p->q_hs, es},
+      {"desc->k", p->k, total_k, p->heads_kv, p->head_dim, p->k_ss, p->k_hs, es},
+      {"desc->v", p->v, total_k, p->heads_kv, p->head_dim_v, p->v_ss, p->v_hs, es},
+      {"desc->o", p->o, total_q, p->heads_q, p->head_dim_v, p->o_ss, p->o_hs, es},
+      /* lse is [heads_q, total_q] */
+      {"desc->lse", p->lse, p->heads_q, 1, total_q, total_q, 0, sizeof(float)},
+  };
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    size_t bytes;
+    if (t[i].ptr == NULL || t[i].rows == 0 || t[i].dim == 0) continue;
+    if (!packed_bytes(t[i].rows, t[i].heads, t[i].dim, t[i].ss, t[i].hs, t[i].elem, &bytes))
+      return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "the extent of %s for %lld query and %lld key tokens (cu_seqlens) "
+                     "overflows the address space",
+                     t[i].name, (long long)total_q, (long long)total_k);
+    GP__TRY(gp__api_check_range(func, t[i].name, t[i].ptr, bytes));
+  }
+  return GP_SUCCESS;
+}
+
 gp_status_t gp__cpu_attn_check_varlen(const gp__attn_params_t *p, const char *func) {
   if (p->cu_q[0] < 0 || p->cu_k[0] < 0)
     return gp__error(GP_ERROR_INVALID_VALUE, func, "cu_seqlens_q[0] or cu_seqlens_k[0] is negative");
@@ -234,7 +278,7 @@ gp_status_t gp__cpu_attn_check_varlen(const gp__attn_params_t *p, const char *fu
                        (long long)b, (long long)lq, (long long)lk, (long long)p->seqlen_q,
                        (long long)p->seqlen_k);
   }
-  return GP_SUCCESS;
+  return check_packed_ranges(p, p->cu_q[p->batch], p->cu_k[p->batch], func);
 }
 
 static gp_status_t run_job(void *user) {

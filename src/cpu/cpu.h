@@ -23,6 +23,11 @@ int gp__cpu_device_count(void);
  * call is complete: what gp_free and gp_device_reset need before releasing memory. */
 void gp__cpu_device_drain(int dev);
 
+/* GP_SUCCESS, or GP_ERROR_NOT_SUPPORTED (message naming func) when called from an
+ * application's host function: every call that waits for device work checks it first,
+ * since the host function is itself device work and the wait would deadlock. */
+gp_status_t gp__cpu_check_may_wait(const char *func);
+
 /* Destroys every stream and event of dev and drops their handles (gp_device_reset);
  * the legacy and per-thread streams stay, drained. */
 void gp__cpu_device_release_handles(int dev);

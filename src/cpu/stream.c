@@ -131,6 +131,18 @@ static pthread_key_t g_pt_key;
 static __thread pt_streams_t *tl_pt;
 static cpu_capture_t *g_captures;     /* active captures */
 static atomic_int g_ncaptures;        /* their number: the checks' fast path reads it unlocked */
+/* Set on a stream worker while it runs an application's host function. */
+static __thread bool tl_in_host_fn;
+
+gp_status_t gp__cpu_check_may_wait(const char *func) {
+  if (!tl_in_host_fn) return GP_SUCCESS;
+  /* The host function is itself pending work of its device: a wait for that work from
+   * inside it never ends. CUDA forbids such calls (cudaErrorNotPermitted, when it
+   * notices); here it always notices. */
+  return gp__error(GP_ERROR_NOT_SUPPORTED, func,
+                   "called from a host function (gp_launch_host_func), which must not wait "
+                   "for device work: it would wait for itself");
+}
 
 /* ---- lists and helpers (g_mu held) ------------------------------------------------------- */
 
@@ -246,7 +258,9 @@ static void run_op_on(int device, cpu_op_t *op, bool replay) {
       for (size_t i = 0; i < op->u.set.count; i++) ((uint32_t *)op->u.set.ptr)[i] = op->u.set.value;
       break;
     case OP_HOST_FN:
+      tl_in_host_fn = true;
       op->u.host.fn(op->u.host.user);
+      tl_in_host_fn = false;
       break;
     case OP_HOST_WORK:
       st = replay ? replay_host_work(op) : op->u.work.fn(op->u.work.user);
@@ -844,6 +858,13 @@ static bool run_inline(struct gp_stream_s *s, cpu_op_t *op) {
 /* Enqueues op on the resolved stream; sync callers wait for it to complete. */
 static gp_status_t submit(gp_stream_t h, cpu_op_t *op, bool sync, const char *func) {
   if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  if (sync) {
+    gp_status_t st = gp__cpu_check_may_wait(func);
+    if (st != GP_SUCCESS) {
+      free(op);
+      return st;
+    }
+  }
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) {
     op_discard(op);
@@ -990,6 +1011,17 @@ gp_status_t gp__be_stream_create(gp_stream_t *stream, unsigned flags, int priori
   return GP_SUCCESS;
 }
 
+/* Drops the wrappers of s, which is being destroyed (g_mu held): a wrapper holds a
+ * plain pointer to its target, so it must not outlive it. Each is claimed through the
+ * handle registry, as a destroy would, so a racing destroy of the wrapper frees it once. */
+static void drop_stream_wrappers(struct gp_stream_s *s) {
+  for (struct gp_stream_s *t = g_dev[s->device].streams, *next; t; t = next) {
+    next = t->next;
+    if (t->kind == S_WRAPPER && t->target == s && gp__handle_remove(t, GP__H_STREAM))
+      stream_unlink_free(t);
+  }
+}
+
 gp_status_t gp__be_stream_destroy(gp_stream_t s) {
   pthread_mutex_lock(&g_mu);
   bool capturing = s->cap != NULL;
@@ -1003,6 +1035,7 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_stream_destroy",
                      "'stream' (%p) was destroyed concurrently", (void *)s);
   pthread_mutex_lock(&g_mu);
+  if (s->kind != S_WRAPPER) drop_stream_wrappers(s);
   if (s->kind == S_WRAPPER || !s->has_worker) {
     stream_unlink_free(s);
   } else {
@@ -1021,6 +1054,7 @@ static gp_status_t wait_check(struct gp_stream_s *s, const char *func, const cha
 }
 
 gp_status_t gp__be_stream_synchronize(gp_stream_t h) {
+  GP__TRY(gp__cpu_check_may_wait("gp_stream_synchronize"));
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&g_mu);
@@ -1257,8 +1291,18 @@ gp_status_t gp__be_event_destroy(gp_event_t event) {
   if (!gp__handle_remove(event, GP__H_EVENT))
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_event_destroy",
                      "'event' (%p) was destroyed concurrently", (void *)event);
-  /* A pending record still completes: the ops hold references. */
+  /* A pending record still completes: the ops hold references. Wrappers of the event
+   * go with it (see drop_stream_wrappers). */
   pthread_mutex_lock(&g_mu);
+  if (!event->wrapper) {
+    for (struct gp_event_s *w = g_dev[event->device].events, *next; w; w = next) {
+      next = w->next;
+      if (w->wrapper && w->target == event && !w->destroyed && gp__handle_remove(w, GP__H_EVENT)) {
+        w->destroyed = true;
+        event_unref(w);
+      }
+    }
+  }
   event->destroyed = true;
   event_unref(event);
   pthread_mutex_unlock(&g_mu);
@@ -1304,6 +1348,7 @@ gp_status_t gp__be_event_record(gp_event_t event, gp_stream_t h) {
 }
 
 gp_status_t gp__be_event_synchronize(gp_event_t event) {
+  GP__TRY(gp__cpu_check_may_wait("gp_event_synchronize"));
   struct gp_event_s *e = event_get(event);
   pthread_mutex_lock(&g_mu);
   gp_status_t st = captured_event_check(e, "gp_event_synchronize", "event");
