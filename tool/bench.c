@@ -1,5 +1,6 @@
 /*
- * bench.c - `gpuport bench gemm|attention|memcpy`: throughput at model shapes.
+ * bench.c - `gpuport bench gemm|attention|memcpy`: throughput at model shapes
+ * (`bench embed`, a whole model end to end, lives in embed.c).
  *
  * Each figure is the median of --iters timed runs after --warmup untimed ones; every
  * run is bracketed by events on the stream that does the work, so host overhead
@@ -271,7 +272,7 @@ out:
 /* ---- command line ----------------------------------------------------------------------- */
 
 static const char bench_usage[] =
-    "usage: gpuport bench gemm|attention|memcpy [options]\n"
+    "usage: gpuport bench gemm|attention|memcpy|embed [options]\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
@@ -279,13 +280,15 @@ static const char bench_usage[] =
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
-    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n";
+    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
+    "  embed:     all-MiniLM-L6-v2 sentences/s and tokens/s (see 'gpuport bench embed --help')\n";
 
 int tool_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
     fputs(bench_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!strcmp(argv[1], "embed")) return tool_bench_embed(argc, argv);
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, NULL};
   const char *what = argv[1];

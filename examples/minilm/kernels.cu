@@ -5,13 +5,13 @@
  * kernel computes in f32. Rows are packed tokens: sequence b owns rows cu[b] .. cu[b+1]-1.
  *
  * Decomposition: MINILM_THREADS threads a block (4 warps at width 32, 2 at width 64).
- *   minilm_embed         grid (max_len, batch): one block per token slot of the padded
- *                        batch; slots past the sequence's length return at once.
- *   minilm_layernorm     grid (rows): one block per row, each thread owning the columns
- *                        tid, tid + blockDim, ... (at most MINILM_LN_PER of them).
- *   minilm_bias_act      grid-stride over rows x cols.
- *   minilm_mean_pool     grid (batch, ceil(hidden / blockDim)): one thread per column.
- *   minilm_l2_normalize  grid (batch): one block per embedding.
+ *   minilm_k_embed         grid (max_len, batch): one block per token slot of the padded
+ *                          batch; slots past the sequence's length return at once.
+ *   minilm_k_layernorm     grid (rows): one block per row, each thread owning the columns
+ *                          tid, tid + blockDim, ... (at most MINILM_LN_PER of them).
+ *   minilm_k_bias_act      grid-stride over rows x cols.
+ *   minilm_k_mean_pool     grid (batch, ceil(hidden / blockDim)): one thread per column.
+ *   minilm_k_l2_normalize  grid (batch): one block per embedding.
  */
 #include <gpuport/kernel.h>
 
@@ -43,7 +43,7 @@ GP_DEVICE float block_sum(float v, float *red) {
 }
 
 /* x[row] = word[id] + position[t] + token_type[0] for each real token t of sequence b. */
-GP_KERNEL void minilm_embed(const int32_t *ids, int max_len, const int32_t *cu, const void *word,
+GP_KERNEL void minilm_k_embed(const int32_t *ids, int max_len, const int32_t *cu, const void *word,
                             const void *pos, const void *type, void *x, int hidden, int dt) {
   const int t = (int)blockIdx.x, b = (int)blockIdx.y;
   if (t >= cu[b + 1] - cu[b]) return; /* padding: never becomes a row */
@@ -53,12 +53,12 @@ GP_KERNEL void minilm_embed(const int32_t *ids, int max_len, const int32_t *cu, 
     st(x, dt, row * hidden + c, v);
   }
 }
-GP_KERNEL_EXPORT(minilm_embed)
+GP_KERNEL_EXPORT(minilm_k_embed)
 
 /* y = LayerNorm(x + r) * gamma + beta over each row (r may be NULL; y may be x). The
  * variance is taken about the mean (two passes over values held in registers), as
  * torch.nn.LayerNorm, with eps inside the square root. */
-GP_KERNEL void minilm_layernorm(const void *x, const void *r, const void *gamma, const void *beta,
+GP_KERNEL void minilm_k_layernorm(const void *x, const void *r, const void *gamma, const void *beta,
                                 void *y, int hidden, float eps, int dt) {
   GP_SHARED(float, red, [MINILM_THREADS / 32]);
   const int64_t base = (int64_t)blockIdx.x * hidden;
@@ -84,11 +84,11 @@ GP_KERNEL void minilm_layernorm(const void *x, const void *r, const void *gamma,
     if (c < hidden) st(y, dt, base + c, (v[j] - mean) * inv * ld(gamma, dt, c) + ld(beta, dt, c));
   }
 }
-GP_KERNEL_EXPORT(minilm_layernorm)
+GP_KERNEL_EXPORT(minilm_k_layernorm)
 
 /* x[i][j] = act(x[i][j] + bias[j]), act the identity or GELU (erf form, as BERT's "gelu"):
  * the unfused path, against which the GEMM epilogues are checked. */
-GP_KERNEL void minilm_bias_act(void *x, const void *bias, int64_t rows, int cols, int gelu, int dt) {
+GP_KERNEL void minilm_k_bias_act(void *x, const void *bias, int64_t rows, int cols, int gelu, int dt) {
   const int64_t n = rows * cols, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float v = ld(x, dt, i) + ld(bias, dt, i % cols);
@@ -96,10 +96,10 @@ GP_KERNEL void minilm_bias_act(void *x, const void *bias, int64_t rows, int cols
     st(x, dt, i, v);
   }
 }
-GP_KERNEL_EXPORT(minilm_bias_act)
+GP_KERNEL_EXPORT(minilm_k_bias_act)
 
 /* out[b][c] = mean of x[row][c] over the rows of sequence b (its real tokens only). */
-GP_KERNEL void minilm_mean_pool(const void *x, const int32_t *cu, float *out, int hidden, int dt) {
+GP_KERNEL void minilm_k_mean_pool(const void *x, const int32_t *cu, float *out, int hidden, int dt) {
   const int b = (int)blockIdx.y, c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (c >= hidden) return;
   const int64_t r0 = cu[b], r1 = cu[b + 1];
@@ -107,10 +107,10 @@ GP_KERNEL void minilm_mean_pool(const void *x, const int32_t *cu, float *out, in
   for (int64_t r = r0; r < r1; r++) s += ld(x, dt, r * hidden + c);
   out[(int64_t)b * hidden + c] = r1 > r0 ? s / (float)(r1 - r0) : 0.0f;
 }
-GP_KERNEL_EXPORT(minilm_mean_pool)
+GP_KERNEL_EXPORT(minilm_k_mean_pool)
 
 /* e[b] /= max(||e[b]||_2, 1e-12), as torch.nn.functional.normalize. */
-GP_KERNEL void minilm_l2_normalize(float *e, int hidden) {
+GP_KERNEL void minilm_k_l2_normalize(float *e, int hidden) {
   GP_SHARED(float, red, [MINILM_THREADS / 32]);
   float *row = e + (int64_t)blockIdx.x * hidden;
   float sq = 0.0f;
@@ -119,4 +119,4 @@ GP_KERNEL void minilm_l2_normalize(float *e, int hidden) {
   const float inv = 1.0f / (norm > 1e-12f ? norm : 1e-12f);
   for (int c = (int)threadIdx.x; c < hidden; c += (int)blockDim.x) row[c] *= inv;
 }
-GP_KERNEL_EXPORT(minilm_l2_normalize)
+GP_KERNEL_EXPORT(minilm_k_l2_normalize)

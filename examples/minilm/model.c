@@ -2,14 +2,14 @@
  * model.c - all-MiniLM-L6-v2 on gpuport (see minilm.h): weights from safetensors onto the
  * device, tokenized batches, and the encoder:
  *
- *   x    = LayerNorm(word[id] + position[t] + type[0])           minilm_embed, minilm_layernorm
+ *   x    = LayerNorm(word[id] + position[t] + type[0])           minilm_k_embed, minilm_k_layernorm
  *   per layer (post-LN BERT):
  *     qkv  = x Wqkv^T + bqkv                                      gp_gemm_ex, bias epilogue
  *     ctx  = softmax(q k^T / sqrt(32)) v per sequence and head    gp_attention_fwd, varlen
- *     x    = LayerNorm(x + ctx Wo^T + bo)                         gp_gemm_ex (bias), minilm_layernorm
+ *     x    = LayerNorm(x + ctx Wo^T + bo)                         gp_gemm_ex (bias), minilm_k_layernorm
  *     g    = GELU(x W1^T + b1)                                    gp_gemm_ex, bias+GELU epilogue
- *     x    = LayerNorm(x + g W2^T + b2)                           gp_gemm_ex (bias), minilm_layernorm
- *   e    = normalize(mean of x over each sequence's rows)        minilm_mean_pool, minilm_l2_normalize
+ *     x    = LayerNorm(x + g W2^T + b2)                           gp_gemm_ex (bias), minilm_k_layernorm
+ *   e    = normalize(mean of x over each sequence's rows)        minilm_k_mean_pool, minilm_k_l2_normalize
  *
  * Linear weights keep PyTorch's [out][in] layout, so each projection is a row-major GEMM
  * with transb = T. Q, K and V are stacked into one [3 x 384][384] weight, and attention
@@ -30,17 +30,17 @@
 #define LN_EPS 1e-12f     /* config.json: layer_norm_eps */
 #define MAX_LAYERS 64
 
-GP_KERNEL_DECLARE(minilm_embed);
-GP_KERNEL_DECLARE(minilm_layernorm);
-GP_KERNEL_DECLARE(minilm_bias_act);
-GP_KERNEL_DECLARE(minilm_mean_pool);
-GP_KERNEL_DECLARE(minilm_l2_normalize);
+GP_KERNEL_DECLARE(minilm_k_embed);
+GP_KERNEL_DECLARE(minilm_k_layernorm);
+GP_KERNEL_DECLARE(minilm_k_bias_act);
+GP_KERNEL_DECLARE(minilm_k_mean_pool);
+GP_KERNEL_DECLARE(minilm_k_l2_normalize);
 #if defined(GP_BUILD_CPU)
-GP_KERNEL_DECLARE(minilm_embed_w64);
-GP_KERNEL_DECLARE(minilm_layernorm_w64);
-GP_KERNEL_DECLARE(minilm_bias_act_w64);
-GP_KERNEL_DECLARE(minilm_mean_pool_w64);
-GP_KERNEL_DECLARE(minilm_l2_normalize_w64);
+GP_KERNEL_DECLARE(minilm_k_embed_w64);
+GP_KERNEL_DECLARE(minilm_k_layernorm_w64);
+GP_KERNEL_DECLARE(minilm_k_bias_act_w64);
+GP_KERNEL_DECLARE(minilm_k_mean_pool_w64);
+GP_KERNEL_DECLARE(minilm_k_l2_normalize_w64);
 #endif
 
 enum { K_EMBED, K_LAYERNORM, K_BIAS_ACT, K_MEAN_POOL, K_L2, K_COUNT };
@@ -296,14 +296,14 @@ static int read_shapes(loader_t *l, minilm_model_t *m) {
 }
 
 static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
-  const struct gp_kernel_s *k32[K_COUNT] = {GP_KERNEL_REF(minilm_embed), GP_KERNEL_REF(minilm_layernorm),
-                                            GP_KERNEL_REF(minilm_bias_act), GP_KERNEL_REF(minilm_mean_pool),
-                                            GP_KERNEL_REF(minilm_l2_normalize)};
+  const struct gp_kernel_s *k32[K_COUNT] = {GP_KERNEL_REF(minilm_k_embed), GP_KERNEL_REF(minilm_k_layernorm),
+                                            GP_KERNEL_REF(minilm_k_bias_act), GP_KERNEL_REF(minilm_k_mean_pool),
+                                            GP_KERNEL_REF(minilm_k_l2_normalize)};
 #if defined(GP_BUILD_CPU)
   const struct gp_kernel_s *k64[K_COUNT] = {
-      GP_KERNEL_REF(minilm_embed_w64), GP_KERNEL_REF(minilm_layernorm_w64),
-      GP_KERNEL_REF(minilm_bias_act_w64), GP_KERNEL_REF(minilm_mean_pool_w64),
-      GP_KERNEL_REF(minilm_l2_normalize_w64)};
+      GP_KERNEL_REF(minilm_k_embed_w64), GP_KERNEL_REF(minilm_k_layernorm_w64),
+      GP_KERNEL_REF(minilm_k_bias_act_w64), GP_KERNEL_REF(minilm_k_mean_pool_w64),
+      GP_KERNEL_REF(minilm_k_l2_normalize_w64)};
   for (int i = 0; i < K_COUNT; i++) m->k[i] = m->opt.warp64 ? k64[i] : k32[i];
   (void)err, (void)errlen;
 #else
@@ -398,7 +398,7 @@ void minilm_free(minilm_model_t *m) {
 
 /* ---- the forward pass ------------------------------------------------------------------ */
 
-/* (Re)allocates a device buffer for at least `bytes` when `grow` is set. */
+/* Replaces a device buffer by one of `bytes` (its contents are not kept). */
 static gp_status_t regrow(void **p, size_t bytes) {
   gp_status_t s = gp_free(*p);
   *p = NULL;
@@ -433,7 +433,7 @@ static gp_status_t launch(minilm_model_t *m, int which, unsigned gx, unsigned gy
 }
 
 /* c = act(a W^T + b) over `rows` rows: the epilogue does the bias (and GELU), or, with
- * opt.unfused, minilm_bias_act after a plain GEMM. */
+ * opt.unfused, minilm_k_bias_act after a plain GEMM. */
 static gp_status_t linear(minilm_model_t *m, const void *a, int64_t rows, const linear_t *w, void *c,
                           int gelu) {
   const gp_dtype_t dt = m->opt.dtype;
