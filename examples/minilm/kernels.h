@@ -6,6 +6,6 @@
 #define MINILM_KERNELS_H
 
 #define MINILM_THREADS 128 /* threads per block of every kernel (a multiple of 64) */
-#define MINILM_LN_PER 8    /* columns a LayerNorm thread holds: hidden <= 8 x 128 */
+#define MINILM_LN_PER 16   /* columns a LayerNorm lane holds: hidden <= 16 x 32 */
 
 #endif /* MINILM_KERNELS_H */

@@ -285,7 +285,7 @@ static int read_shapes(loader_t *l, minilm_model_t *m) {
     snprintf(nm, sizeof(nm), "encoder.layer.%d.attention.self.query.weight", m->layers);
     if (!safetensors_find(l->st, nm)) break;
   }
-  if (m->hidden != MINILM_DIM || m->hidden % HEADS || m->hidden > MINILM_LN_PER * MINILM_THREADS ||
+  if (m->hidden != MINILM_DIM || m->hidden % HEADS || m->hidden > MINILM_LN_PER * 32 ||
       m->max_pos < MINILM_MAX_TOKENS || m->layers == 0) {
     snprintf(l->err, l->errlen, "model.safetensors: hidden %d, %d positions, %d layers: not "
              "all-MiniLM-L6-v2's geometry (hidden %d, >= %d positions)", m->hidden, m->max_pos,
@@ -459,12 +459,13 @@ static gp_status_t linear(minilm_model_t *m, const void *a, int64_t rows, const 
   return GP_SUCCESS;
 }
 
-/* x = LayerNorm(x + r) with gamma g and beta b, in place. */
+/* x = LayerNorm(x + r) with gamma g and beta b, in place: one warp per row. */
 static gp_status_t layernorm(minilm_model_t *m, int64_t rows, void *x, const void *r, void *g, void *b) {
   int hidden = m->hidden, dti = (int)m->opt.dtype;
   float eps = LN_EPS;
-  void *args[] = {&x, (void *)&r, &g, &b, &x, &hidden, &eps, &dti};
-  return launch(m, K_LAYERNORM, (unsigned)rows, 1, args);
+  const int64_t per_block = MINILM_THREADS / m->k[K_LAYERNORM]->warp_size;
+  void *args[] = {&x, (void *)&r, &g, &b, &x, &rows, &hidden, &eps, &dti};
+  return launch(m, K_LAYERNORM, (unsigned)((rows + per_block - 1) / per_block), 1, args);
 }
 
 static gp_status_t encoder_layer(minilm_model_t *m, const layer_t *y, int64_t rows, int n, int max_len) {
