@@ -56,8 +56,11 @@ OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(or $(shell pkg-config --libs check 2>/dev/null),-lcheck -lsubunit -lrt -lm)
 # The MiniLM example (examples/minilm): cJSON reads safetensors headers, utf8proc gives
-# the tokenizer its Unicode data. Linked into the tool (`gpuport embed`) and the tests.
+# the tokenizer its Unicode data. Linked into the tests, the example and, where both
+# libraries are installed, the tool (`gpuport embed`; without them the tool is built
+# without that command, so a machine that only runs the tool needs neither).
 MINILM_LIBS := $(or $(shell pkg-config --libs libcjson libutf8proc 2>/dev/null),-lcjson -lutf8proc)
+TOOL_MINILM := $(shell pkg-config --exists libcjson libutf8proc 2>/dev/null && echo 1)
 MODEL_DIR ?= models/all-MiniLM-L6-v2
 MODEL_CACHE ?= .cache/models
 
@@ -146,9 +149,9 @@ lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) tools/exports.sh
 	ln -sf libgpuport-$(1).so.$(VERSION) lib/libgpuport-$(1).so.$(VERSION_MAJOR)
 	ln -sf libgpuport-$(1).so.$(VERSION_MAJOR) lib/libgpuport-$(1).so
 
-bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION) build/$(1)/libminilm.a
+bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool -Iexamples/minilm $$(TOOL_SRC) build/$(1)/libminilm.a -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $$(MINILM_LIBS) $$(LIBS_$(1))
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef

@@ -17,6 +17,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if !defined(GP_TOOL_MINILM)
+/* Built without libcjson / libutf8proc (see the Makefile): the commands say so. */
+static int not_built(void) {
+  fprintf(stderr, "gpuport: this build has no MiniLM model code: install libcjson-dev and "
+          "libutf8proc-dev (tools/setup-debian.sh), then rebuild\n");
+  return 1;
+}
+int tool_embed(int argc, char **argv) {
+  (void)argc, (void)argv;
+  return not_built();
+}
+int tool_bench_embed(int argc, char **argv) {
+  (void)argc, (void)argv;
+  return not_built();
+}
+#else
+
 #include "minilm.h"
 
 static const char *default_dir(void) {
@@ -250,3 +267,5 @@ int tool_bench_embed(int argc, char **argv) {
   if (json) printf("\n  ]\n}\n");
   return rc;
 }
+
+#endif /* GP_TOOL_MINILM */
