@@ -5,7 +5,9 @@
  * test/data/minilm_reference.json (tools/minilm/make_reference.py), in f32 and bf16, with
  * the dialect kernels at warp width 32 and (cpu backend) 64, with and without the GEMM
  * epilogues, and (cpu backend) with the portable GEMM and attention kernels the GPUs run.
- * Also the safetensors reader on good and broken files, and the tokenizer's own rules.
+ * Also each of the model's dialect kernels on random data against a float64 reference
+ * (f32 and bf16, both warp widths), the safetensors reader on good and broken files, and
+ * the tokenizer's own rules.
  *
  * Needs the model: `make model` (make test does it first). MINILM_MODEL_DIR and
  * MINILM_REFERENCE override the default paths (models/all-MiniLM-L6-v2,
@@ -325,6 +327,251 @@ START_TEST(safetensors_reader) {
 }
 END_TEST
 
+static int have_device(void);
+
+/* ---- the model's dialect kernels, one by one, against float64 references --------------------- */
+
+GP_KERNEL_DECLARE(minilm_k_embed);
+GP_KERNEL_DECLARE(minilm_k_layernorm);
+GP_KERNEL_DECLARE(minilm_k_bias_act);
+GP_KERNEL_DECLARE(minilm_k_mean_pool);
+GP_KERNEL_DECLARE(minilm_k_l2_normalize);
+#if defined(GP_BUILD_CPU)
+GP_KERNEL_DECLARE(minilm_k_embed_w64);
+GP_KERNEL_DECLARE(minilm_k_layernorm_w64);
+GP_KERNEL_DECLARE(minilm_k_bias_act_w64);
+GP_KERNEL_DECLARE(minilm_k_mean_pool_w64);
+GP_KERNEL_DECLARE(minilm_k_l2_normalize_w64);
+#endif
+
+typedef struct kset {
+  gp_kernel_t embed, layernorm, bias_act, mean_pool, l2;
+} kset_t;
+
+static int kernel_sets(kset_t *k) {
+  k[0] = (kset_t){GP_KERNEL_REF(minilm_k_embed), GP_KERNEL_REF(minilm_k_layernorm),
+                  GP_KERNEL_REF(minilm_k_bias_act), GP_KERNEL_REF(minilm_k_mean_pool),
+                  GP_KERNEL_REF(minilm_k_l2_normalize)};
+#if defined(GP_BUILD_CPU)
+  k[1] = (kset_t){GP_KERNEL_REF(minilm_k_embed_w64), GP_KERNEL_REF(minilm_k_layernorm_w64),
+                  GP_KERNEL_REF(minilm_k_bias_act_w64), GP_KERNEL_REF(minilm_k_mean_pool_w64),
+                  GP_KERNEL_REF(minilm_k_l2_normalize_w64)};
+  return 2;
+#else
+  return 1;
+#endif
+}
+
+static void *dev_copy(const void *h, size_t bytes) {
+  void *d = NULL;
+  ck_assert_int_eq(gp_malloc(&d, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(d, h, bytes), GP_SUCCESS);
+  return d;
+}
+
+static void *host_fill(gp_dtype_t t, size_t n, gp_ref_rng_t *rng, double lo, double hi) {
+  void *h = malloc(n * gp_dtype_size(t));
+  ck_assert_ptr_nonnull(h);
+  gp_ref_fill(h, t, n, rng, lo, hi);
+  return h;
+}
+
+static void expect_close(const char *what, gp_kernel_t k, const void *got, gp_dtype_t t,
+                         const double *ref, const double *bound, size_t n) {
+  gp_ref_cmp_t c;
+  gp_ref_compare(&c, got, t, ref, bound, 0, n);
+  char line[256];
+  gp_ref_cmp_format(&c, line, sizeof(line));
+  ck_assert_msg(c.n_bad == 0, "%s (%s, warp %d): %s (GP_TEST_SEED=0x%llx)", what, gp_dtype_name(t),
+                k->warp_size, line, (unsigned long long)g_seed);
+}
+
+/* Packed rows of 4 sequences of lengths 5, 1, 9, 3 padded to 9 tokens. */
+enum { KB = 4, KL = 9 };
+static const int32_t k_lens[KB] = {5, 1, 9, 3};
+
+static void cu_of(int32_t *cu) {
+  cu[0] = 0;
+  for (int b = 0; b < KB; b++) cu[b + 1] = cu[b] + k_lens[b];
+}
+
+/* embed: x[row] = word[id] + type[0] + pos[t] for real tokens only; rows past the packed
+ * total stay as they were. Bound: the two f32 additions (2 u32 of the magnitudes) and the
+ * rounding to dt. */
+static void check_embed(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng) {
+  const int H = 100, V = 50, total_cap = KB * KL;
+  int32_t ids[KB * KL], cu[KB + 1];
+  cu_of(cu);
+  for (int i = 0; i < KB * KL; i++) ids[i] = (int32_t)(gp_ref_rng_next(rng) % V);
+  void *w = host_fill(dt, (size_t)V * H, rng, -1, 1), *p = host_fill(dt, (size_t)KL * H, rng, -1, 1);
+  void *ty = host_fill(dt, (size_t)2 * H, rng, -1, 1);
+  size_t es = gp_dtype_size(dt), n = (size_t)total_cap * H;
+  void *out = malloc(n * es);
+  gp_ref_poison(out, dt, n);
+  void *d_ids = dev_copy(ids, sizeof(ids)), *d_cu = dev_copy(cu, sizeof(cu));
+  void *d_w = dev_copy(w, (size_t)V * H * es), *d_p = dev_copy(p, (size_t)KL * H * es);
+  void *d_t = dev_copy(ty, (size_t)2 * H * es), *d_x = dev_copy(out, n * es);
+  int max_len = KL, hidden = H, dti = (int)dt;
+  void *args[] = {&d_ids, &max_len, &d_cu, &d_w, &d_p, &d_t, &d_x, &hidden, &dti};
+  ck_assert_int_eq(gp_launch(k->embed, gp_dim3(KL, KB, 1), gp_dim3(128, 1, 1), 0, NULL, args), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(out, d_x, n * es), GP_SUCCESS);
+  const size_t real = (size_t)cu[KB] * H;
+  double *ref = malloc(sizeof(double) * real), *bound = malloc(sizeof(double) * real);
+  for (int b = 0; b < KB; b++)
+    for (int t = 0; t < k_lens[b]; t++)
+      for (int c = 0; c < H; c++) {
+        double a = gp_ref_load(w, dt, (size_t)ids[b * KL + t] * H + c), ta = gp_ref_load(ty, dt, c);
+        double pa = gp_ref_load(p, dt, (size_t)t * H + c);
+        size_t i = (size_t)(cu[b] + t) * H + c;
+        ref[i] = a + ta + pa;
+        bound[i] = gp_ref_unit_roundoff(dt) * fabs(ref[i]) + 2 * gp_ref_unit_roundoff(GP_F32) * (fabs(a) + fabs(ta) + fabs(pa));
+      }
+  expect_close("minilm_k_embed", k->embed, out, dt, ref, bound, real);
+  for (size_t i = real; i < n; i++) /* padding never becomes a row */
+    ck_assert_msg(isnan(gp_ref_load(out, dt, i)), "minilm_k_embed wrote element %zu past the real rows", i);
+  void *frees[] = {w, p, ty, out, ref, bound};
+  for (size_t i = 0; i < 6; i++) free(frees[i]);
+  void *dfrees[] = {d_ids, d_cu, d_w, d_p, d_t, d_x};
+  for (size_t i = 0; i < 6; i++) ck_assert_int_eq(gp_free(dfrees[i]), GP_SUCCESS);
+}
+
+/* layernorm of x + r (in place on x): the f32 sums of H terms give relative errors of
+ * about H u32 in the mean, the variance and so x-hat; the bound is that, 4 H u32 of
+ * |gamma x-hat| + |beta|, plus the rounding of the result to dt. Rows = 37 (not a
+ * multiple of the rows per block), hidden 384 and 100 (lanes with fewer columns). */
+static void check_layernorm(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng, int H) {
+  const int64_t rows = 37;
+  const size_t n = (size_t)rows * H, es = gp_dtype_size(dt);
+  void *x = host_fill(dt, n, rng, -3, 5), *r = host_fill(dt, n, rng, -2, 2);
+  void *g = host_fill(dt, (size_t)H, rng, 0.5, 1.5), *be = host_fill(dt, (size_t)H, rng, -0.5, 0.5);
+  void *d_x = dev_copy(x, n * es), *d_r = dev_copy(r, n * es), *d_g = dev_copy(g, (size_t)H * es);
+  void *d_b = dev_copy(be, (size_t)H * es);
+  int hidden = H, dti = (int)dt;
+  float eps = 1e-12f;
+  void *args[] = {&d_x, &d_r, &d_g, &d_b, &d_x, (void *)&rows, &hidden, &eps, &dti};
+  const unsigned per = 128u / (unsigned)k->layernorm->warp_size;
+  ck_assert_int_eq(gp_launch(k->layernorm, gp_dim3((unsigned)((rows + per - 1) / per), 1, 1),
+                             gp_dim3(128, 1, 1), 0, NULL, args), GP_SUCCESS);
+  void *out = malloc(n * es);
+  ck_assert_int_eq(gp_memcpy(out, d_x, n * es), GP_SUCCESS);
+  double *ref = malloc(sizeof(double) * n), *bound = malloc(sizeof(double) * n);
+  for (int64_t i = 0; i < rows; i++) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < H; c++) mean += gp_ref_load(x, dt, i * H + c) + gp_ref_load(r, dt, i * H + c);
+    mean /= H;
+    for (int c = 0; c < H; c++) {
+      double v = gp_ref_load(x, dt, i * H + c) + gp_ref_load(r, dt, i * H + c) - mean;
+      var += v * v;
+    }
+    var /= H;
+    for (int c = 0; c < H; c++) {
+      double xh = (gp_ref_load(x, dt, i * H + c) + gp_ref_load(r, dt, i * H + c) - mean) / sqrt(var + 1e-12);
+      double gc = gp_ref_load(g, dt, c), bc = gp_ref_load(be, dt, c);
+      ref[i * H + c] = xh * gc + bc;
+      bound[i * H + c] = gp_ref_unit_roundoff(dt) * fabs(ref[i * H + c]) +
+                         4.0 * H * gp_ref_unit_roundoff(GP_F32) * (fabs(gc * xh) + fabs(bc) + 1e-30);
+    }
+  }
+  expect_close("minilm_k_layernorm", k->layernorm, out, dt, ref, bound, n);
+  void *frees[] = {x, r, g, be, out, ref, bound};
+  for (size_t i = 0; i < 7; i++) free(frees[i]);
+  void *dfrees[] = {d_x, d_r, d_g, d_b};
+  for (size_t i = 0; i < 4; i++) ck_assert_int_eq(gp_free(dfrees[i]), GP_SUCCESS);
+}
+
+/* bias + GELU (erf): one f32 addition, erff within a few ulp, then the rounding to dt. */
+static void check_bias_act(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng, int gelu) {
+  const int64_t rows = 29;
+  int cols = 77;
+  const size_t n = (size_t)rows * cols, es = gp_dtype_size(dt);
+  void *x = host_fill(dt, n, rng, -4, 4), *b = host_fill(dt, (size_t)cols, rng, -1, 1);
+  void *d_x = dev_copy(x, n * es), *d_b = dev_copy(b, (size_t)cols * es);
+  int dti = (int)dt;
+  void *args[] = {&d_x, &d_b, (void *)&rows, &cols, &gelu, &dti};
+  ck_assert_int_eq(gp_launch(k->bias_act, gp_dim3(7, 1, 1), gp_dim3(128, 1, 1), 0, NULL, args), GP_SUCCESS);
+  void *out = malloc(n * es);
+  ck_assert_int_eq(gp_memcpy(out, d_x, n * es), GP_SUCCESS);
+  double *ref = malloc(sizeof(double) * n), *bound = malloc(sizeof(double) * n);
+  for (size_t i = 0; i < n; i++) {
+    double v = gp_ref_load(x, dt, i) + gp_ref_load(b, dt, i % (size_t)cols);
+    ref[i] = gelu ? 0.5 * v * (1.0 + erf(v / sqrt(2.0))) : v;
+    bound[i] = gp_ref_unit_roundoff(dt) * fabs(ref[i]) + 16 * gp_ref_unit_roundoff(GP_F32) * (fabs(v) + 1.0);
+  }
+  expect_close(gelu ? "minilm_k_bias_act (GELU)" : "minilm_k_bias_act", k->bias_act, out, dt, ref, bound, n);
+  void *frees[] = {x, b, out, ref, bound};
+  for (size_t i = 0; i < 5; i++) free(frees[i]);
+  ck_assert_int_eq(gp_free(d_x), GP_SUCCESS);
+  ck_assert_int_eq(gp_free(d_b), GP_SUCCESS);
+}
+
+/* mean pooling over each sequence's rows (f32 out), then L2 normalisation: sums of at
+ * most 9 and H terms, bounded by (terms + 2) u32 of the sums of magnitudes. */
+static void check_pool_l2(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng) {
+  int H = 300, dti = (int)dt;
+  int32_t cu[KB + 1];
+  cu_of(cu);
+  const size_t es = gp_dtype_size(dt), n = (size_t)cu[KB] * H;
+  void *x = host_fill(dt, n, rng, -1, 1);
+  void *d_x = dev_copy(x, n * es), *d_cu = dev_copy(cu, sizeof(cu));
+  float out[KB * 300];
+  gp_ref_poison(out, GP_F32, KB * (size_t)H);
+  float *d_o = dev_copy(out, sizeof(out));
+  void *pa[] = {&d_x, &d_cu, &d_o, &H, &dti};
+  ck_assert_int_eq(gp_launch(k->mean_pool, gp_dim3((unsigned)(H + 127) / 128, KB, 1), gp_dim3(128, 1, 1), 0,
+                             NULL, pa), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(out, d_o, sizeof(out)), GP_SUCCESS);
+  double ref[KB * 300], bound[KB * 300];
+  for (int b = 0; b < KB; b++)
+    for (int c = 0; c < H; c++) {
+      double s = 0, a = 0;
+      for (int r = cu[b]; r < cu[b + 1]; r++) {
+        s += gp_ref_load(x, dt, (size_t)r * H + c);
+        a += fabs(gp_ref_load(x, dt, (size_t)r * H + c));
+      }
+      ref[b * H + c] = s / k_lens[b];
+      bound[b * H + c] = (k_lens[b] + 2) * gp_ref_unit_roundoff(GP_F32) * a / k_lens[b];
+    }
+  expect_close("minilm_k_mean_pool", k->mean_pool, out, GP_F32, ref, bound, KB * (size_t)H);
+  void *na[] = {&d_o, &H};
+  ck_assert_int_eq(gp_launch(k->l2, gp_dim3(KB, 1, 1), gp_dim3(128, 1, 1), 0, NULL, na), GP_SUCCESS);
+  float pooled[KB * 300];
+  memcpy(pooled, out, sizeof(out));
+  ck_assert_int_eq(gp_memcpy(out, d_o, sizeof(out)), GP_SUCCESS);
+  for (int b = 0; b < KB; b++) {
+    double ss = 0;
+    for (int c = 0; c < H; c++) ss += (double)pooled[b * H + c] * pooled[b * H + c];
+    for (int c = 0; c < H; c++) {
+      ref[b * H + c] = pooled[b * H + c] / sqrt(ss);
+      bound[b * H + c] = (H + 4) * gp_ref_unit_roundoff(GP_F32) * fabs(ref[b * H + c]) + 1e-30;
+    }
+  }
+  expect_close("minilm_k_l2_normalize", k->l2, out, GP_F32, ref, bound, KB * (size_t)H);
+  free(x);
+  ck_assert_int_eq(gp_free(d_x), GP_SUCCESS);
+  ck_assert_int_eq(gp_free(d_cu), GP_SUCCESS);
+  ck_assert_int_eq(gp_free(d_o), GP_SUCCESS);
+}
+
+START_TEST(kernels_match_float64) {
+  if (!have_device()) return;
+  kset_t k[2];
+  int nk = kernel_sets(k);
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x6b65726e656c73ull);
+  const gp_dtype_t dts[2] = {GP_F32, GP_BF16};
+  for (int w = 0; w < nk; w++)
+    for (int d = 0; d < 2; d++) {
+      check_embed(&k[w], dts[d], &rng);
+      check_layernorm(&k[w], dts[d], &rng, 384);
+      check_layernorm(&k[w], dts[d], &rng, 100);
+      check_bias_act(&k[w], dts[d], &rng, 0);
+      check_bias_act(&k[w], dts[d], &rng, 1);
+      check_pool_l2(&k[w], dts[d], &rng);
+    }
+  printf("kernels: embed, layernorm, bias/GELU, mean pool, L2 at %d warp width(s), f32 and bf16: ok\n", nk);
+}
+END_TEST
+
 /* ---- the model against the reference ------------------------------------------------------ */
 
 /* Bounds, in units of u(dtype), the unit roundoff of the weights' and activations' type
@@ -576,6 +823,10 @@ static Suite *minilm_suite(void) {
   TCase *f = tcase_create("safetensors");
   tcase_add_test(f, safetensors_reader);
   suite_add_tcase(s, f);
+  TCase *k = tcase_create("kernels");
+  tcase_set_timeout(k, 120);
+  tcase_add_test(k, kernels_match_float64);
+  suite_add_tcase(s, k);
   TCase *m = tcase_create("model");
   tcase_set_timeout(m, 600);
   tcase_add_test(m, model_matches_reference);
