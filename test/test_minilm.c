@@ -19,6 +19,7 @@
  */
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -791,6 +792,24 @@ START_TEST(model_errors) {
     ck_assert_int_eq(minilm_load(&m, model_dir(), &opt, err, sizeof(err)), -1);
     ck_assert_msg(strstr(err, "cpu backend only") != NULL, "%s", err);
   }
+  /* A folder whose weights are not BERT's: the message says what is missing. */
+  char dir[] = "/tmp/gp_minilm_XXXXXX", path[600], vocab[4096], abs_vocab[PATH_MAX];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/vocab.txt", dir);
+  snprintf(vocab, sizeof(vocab), "%s/vocab.txt", model_dir());
+  ck_assert_ptr_nonnull(realpath(vocab, abs_vocab));
+  ck_assert_int_eq(symlink(abs_vocab, path), 0);
+  char st_path[600];
+  snprintf(st_path, sizeof(st_path), "%s/model.safetensors", dir);
+  const float w[4] = {1, 2, 3, 4};
+  write_st(st_path, "{\"embeddings.word_embeddings.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],"
+                    "\"data_offsets\":[0,16]}}", w, sizeof(w));
+  ck_assert_int_eq(minilm_load(&m, dir, NULL, err, sizeof(err)), -1);
+  ck_assert_msg(strstr(err, "not a BERT model") != NULL, "%s", err);
+  unlink(st_path);
+  unlink(path);
+  rmdir(dir);
+
   ck_assert_msg(minilm_load(&m, model_dir(), NULL, err, sizeof(err)) == 0, "%s", err);
   int32_t ids[4] = {101, 30522, 102, 0}, lens[1] = {3};
   minilm_batch_t b = {1, 4, ids, lens};

@@ -180,8 +180,12 @@ static const safetensors_tensor_t *tensor(loader_t *l, const char *name, int64_t
     return NULL;
   }
   if (t->ndim != (d1 ? 2 : 1) || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
-    snprintf(l->err, l->errlen, "model.safetensors: tensor '%s' does not have shape [%lld%s%lld]",
-             name, (long long)d0, d1 ? ", " : "", (long long)d1);
+    char shape[64];
+    if (d1)
+      snprintf(shape, sizeof(shape), "[%lld, %lld]", (long long)d0, (long long)d1);
+    else
+      snprintf(shape, sizeof(shape), "[%lld]", (long long)d0);
+    snprintf(l->err, l->errlen, "model.safetensors: tensor '%s' does not have shape %s", name, shape);
     return NULL;
   }
   return t;
