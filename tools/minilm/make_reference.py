@@ -145,6 +145,22 @@ def sha256_of(path):
     return h.hexdigest()
 
 
+def write_json(doc, out):
+    """JSON with one line per top-level entry and per sentence or case (readable diffs)."""
+    compact = dict(ensure_ascii=True, separators=(",", ":"))
+    out.write("{\n")
+    keys = list(doc)
+    for i, k in enumerate(keys):
+        v = doc[k]
+        out.write(f"{json.dumps(k)}:")
+        if isinstance(v, list):
+            out.write("[\n" + ",\n".join(json.dumps(x, **compact) for x in v) + "\n]")
+        else:
+            out.write(json.dumps(v, **compact))
+        out.write(",\n" if i + 1 < len(keys) else "\n")
+    out.write("}\n")
+
+
 def token_ids(model, texts):
     """The ids the library feeds the encoder (model.tokenize: strip, truncate to 256)."""
     out = []
@@ -210,8 +226,7 @@ def main():
         ],
         "tokenizer_cases": [{"text": t, "ids": i} for t, i in zip(TOKENIZER_CASES, case_ids)],
     }
-    json.dump(doc, sys.stdout, ensure_ascii=True, indent=None, separators=(",", ":"))
-    sys.stdout.write("\n")
+    write_json(doc, sys.stdout)
     print(f"make_reference: {len(SENTENCES)} sentences, {sum(map(len, ids))} tokens; "
           f"{len(TOKENIZER_CASES)} tokenizer cases; library f32 vs f64: max |diff| "
           f"{doc['library_f32_vs_f64']['max_abs_diff']:.3g}, min cosine "
