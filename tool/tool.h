@@ -16,6 +16,8 @@ int tool_info(int argc, char **argv);
 int tool_selftest(int argc, char **argv);
 int tool_bench(int argc, char **argv);
 int tool_demo(int argc, char **argv);
+int tool_embed(int argc, char **argv);       /* embed.c: all-MiniLM-L6-v2 embeddings */
+int tool_bench_embed(int argc, char **argv); /* embed.c: `bench embed` (argv[1] is "embed") */
 
 /* ---- checked calls ---------------------------------------------------------------- */
 /* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */

@@ -5,6 +5,8 @@
 # library and tool only (no test suites), then runs
 #   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json,
 #   bench attention --backward --json
+#   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
+#   models/all-MiniLM-L6-v2: `make model`), embed --json and bench embed --json
 # and writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the
 # build log to OUTDIR/build.txt, SASS instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt
 # when cuobjdump exists, and one line per step to OUTDIR/summary.txt.
@@ -82,6 +84,16 @@ step bench-attention json bench attention --json
 step bench-attention-bwd json bench attention --backward --json
 step bench-memcpy json bench memcpy --json
 step bench-launch json bench launch --json
+
+# all-MiniLM-L6-v2 (examples/minilm), when the model was fetched or brought along.
+MODEL=${MINILM_MODEL_DIR:-models/all-MiniLM-L6-v2}
+if [ -f "$MODEL/model.safetensors" ] && [ -f "$MODEL/vocab.txt" ]; then
+  export MINILM_MODEL_DIR="$MODEL"
+  step embed json embed --json "A man is eating food." "A man is eating a piece of bread."
+  step bench-embed json bench embed --json
+else
+  note "embed: skipped, no $MODEL/model.safetensors (make model fetches it)"
+fi
 
 # ---- SASS: did the tensor-core paths compile to tensor-core instructions? --------------
 if command -v cuobjdump >/dev/null 2>&1; then
