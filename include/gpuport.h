@@ -13,5 +13,6 @@
 #include <gpuport/runtime.h>
 #include <gpuport/blas.h>
 #include <gpuport/attention.h>
+#include <gpuport/comm.h>
 
 #endif /* GPUPORT_H */
