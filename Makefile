@@ -154,7 +154,11 @@ build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) bu
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
 	  build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(CHECK_LIBS)
-tests-$(1)$(2): $$(TEST_BIN_$(1)$(2))
+# The mock libnccl.so.2 test_comm_nccl loads (through GP_NCCL_LIBRARY) to check the NCCL mapping.
+build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $$(WARN) $$< -o $$@
+tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2
 endef
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
 $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))

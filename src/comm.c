@@ -28,6 +28,13 @@ const char *gp__coll_name(gp__coll_t coll) {
   return (unsigned)coll < GP__COLL_COUNT ? names[coll] : "invalid";
 }
 
+const char *gp__coll_public_name(gp__coll_t coll) {
+  static const char *const names[GP__COLL_COUNT] = {
+      "gp_all_reduce", "gp_broadcast", "gp_reduce", "gp_all_gather", "gp_reduce_scatter",
+      "gp_all_to_all", "gp_send", "gp_recv"};
+  return (unsigned)coll < GP__COLL_COUNT ? names[coll] : "gp_comm";
+}
+
 const char *gp__reduce_op_name(gp_reduce_op_t op) {
   switch (op) {
     case GP_SUM: return "sum";

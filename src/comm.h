@@ -35,6 +35,8 @@ typedef enum gp__coll {
 /* "all_reduce", ... and "sum", ...: for messages and the log line. */
 const char *gp__coll_name(gp__coll_t coll);
 const char *gp__reduce_op_name(gp_reduce_op_t op);
+/* The public function of a collective ("gp_all_reduce"), for messages. */
+const char *gp__coll_public_name(gp__coll_t coll);
 /* True for the collectives that take a reduction operator. */
 bool gp__coll_reduces(gp__coll_t coll);
 

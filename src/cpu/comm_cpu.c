@@ -609,13 +609,6 @@ static void gate_leave(gp__cpu_comm_t *cc) {
 
 /* ---- calls ------------------------------------------------------------------------------------ */
 
-static const char *public_name(gp__coll_t coll) {
-  static const char *const names[GP__COLL_COUNT] = {
-      "gp_all_reduce", "gp_broadcast", "gp_reduce", "gp_all_gather", "gp_reduce_scatter",
-      "gp_all_to_all", "gp_send", "gp_recv"};
-  return (unsigned)coll < GP__COLL_COUNT ? names[coll] : "gp_comm";
-}
-
 typedef struct work {
   gp__cpu_comm_t *cc;
   uint64_t ticket;
@@ -657,7 +650,7 @@ static gp_status_t cpu_check(const gp__comm_call_t *c, const char *func) {
  * then wait for it (NCCL's multi-stream groups). */
 static gp_status_t enqueue_on_device(const gp__comm_call_t *const *list, size_t m, bool grouped) {
   gp__cpu_comm_t *cc = list[0]->comm->impl;
-  const char *func = grouped ? "gp_group_end" : public_name(list[0]->coll);
+  const char *func = grouped ? "gp_group_end" : gp__coll_public_name(list[0]->coll);
   work_t *w = malloc(sizeof(*w) + m * sizeof(gp__comm_call_t));
   if (w == NULL) return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "no host memory for a collective");
   for (size_t i = 0; i < m; i++) w->calls[i] = *list[i];
