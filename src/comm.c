@@ -18,6 +18,7 @@
 
 #include "api.h"
 #include "comm.h"
+#include "comm_ext.h"
 
 /* ---- names and shapes ------------------------------------------------------------------ */
 
@@ -152,6 +153,10 @@ gp_comm_t gp__comm_new(int rank, int nranks, int device, int blocking, double ti
   c->status = GP_SUCCESS;
   pthread_mutex_init(&c->mu, NULL);
   return c;
+}
+
+gp_status_t gp__comm_ext_error(gp_status_t status, const char *func, const char *msg) {
+  return gp__error(status, func, "%s", msg);
 }
 
 gp_status_t gp__comm_register(gp_comm_t comm) { return gp__handle_add(comm, GP__H_COMM); }

@@ -22,6 +22,8 @@ static const char usage[] =
     "                                      (GP_SELFTEST_INJECT=<check> corrupts that check's output)\n"
     "  bench gemm|attention|memcpy [--json] [--iters N] [shape options]\n"
     "                                      TFLOP/s or GB/s at model shapes (see 'gpuport bench --help')\n"
+    "  bench allreduce|allgather|reducescatter|alltoall|broadcast [--check] [--json] [...]\n"
+    "                                      collectives over every device, as nccl-tests\n"
     "  demo                                one transformer block forward, timed and verified\n"
     "  version                             print the library version and backend\n"
     "  --help                              this text\n"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building and testing gpuport needs on Debian 12 (run as root or
 # with sudo). The CUDA toolkit (nvcc) is optional and not installed here: the cuda
-# backend is built when nvcc is on PATH or in /usr/local/cuda.
+# backend is built when nvcc is on PATH or in /usr/local/cuda. Open MPI builds and tests
+# the optional libgpuport-mpi (gpuport/mpi.h).
 set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -9,5 +10,6 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config check libopenblas-dev libclang-rt-14-dev doxygen cmake \
+  libopenmpi-dev openmpi-bin \
   ${GP_SETUP_EXTRA:-} >/dev/null
 echo "gpuport: build dependencies installed"

@@ -533,13 +533,13 @@ static gp_status_t cpu_init(gp__comm_init_t *inits, size_t n, bool all_local) {
 }
 
 gp_status_t gp__cpu_comm_create_ext(gp_comm_t *comm, int rank, int nranks, double timeout_s,
-                                    const gp__cpu_comm_ext_t *ext, void *ctx) {
+                                    const gp__comm_ext_t *ext, void *ctx) {
   *comm = NULL;
-  if (ext == NULL || ext->version != GP__CPU_COMM_EXT_VERSION)
+  if (ext == NULL || ext->version != GP__COMM_EXT_VERSION)
     return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_comm_init_mpi",
                      "the transport was built for another gpuport (interface version %u, this "
                      "library has %u): rebuild libgpuport-mpi with this gpuport",
-                     ext ? ext->version : 0u, GP__CPU_COMM_EXT_VERSION);
+                     ext ? ext->version : 0u, GP__COMM_EXT_VERSION);
   GP__TRY(gp__api_init("gp_comm_init_mpi"));
   gp_comm_t base = gp__comm_new(rank, nranks, gp__current_device(), 1,
                                 timeout_s > 0 ? timeout_s : gp__comm_default_timeout());
@@ -624,8 +624,9 @@ static gp_status_t comm_work(void *p) {
   gp_status_t st = gate_enter(cc, w->ticket, deadline, w->func);
   if (st == GP_SUCCESS) {
     if (cc->ext) {
-      st = cc->ext->run(cc->ext_ctx, w->calls, w->n, deadline, w->func);
-      if (st != GP_SUCCESS) gp__comm_record(cc->base, st, gp_last_error_message());
+      char msg[400] = "";
+      st = cc->ext->run(cc->ext_ctx, w->calls, w->n, deadline, msg, sizeof msg);
+      if (st != GP_SUCCESS) st = gp__comm_fail(cc->base, st, w->func, "%s", msg);
     } else {
       st = gp__cpu_comm_run(cc, w->calls, w->n, deadline, w->func);
     }
@@ -677,6 +678,15 @@ static gp_status_t enqueue_on_device(const gp__comm_call_t *const *list, size_t 
   w->ticket = ++cc->enq;
   cc->refs++;
   pthread_mutex_unlock(&cc->mu);
+  if (cc->ext && cc->ext->synchronous) {
+    /* MPI below MPI_THREAD_MULTIPLE: only this thread may call it, so the call runs here
+     * once the stream's earlier work is done (still in stream order, but blocking). */
+    st = gp__be_stream_synchronize(s0);
+    if (st == GP_SUCCESS) st = comm_work(w);
+    else cc_unref(cc);
+    free(w);
+    return st;
+  }
   st = gp__be_enqueue_host_work(s0, comm_work, w, true);
 
   if (st != GP_SUCCESS) {
@@ -746,7 +756,10 @@ static gp_status_t split_one(gp__comm_split_t *sp) {
     void *child_ctx = NULL;
     if (cc->ext->split == NULL)
       return gp__error(GP_ERROR_NOT_SUPPORTED, func, "the %s transport cannot split", cc->ext->name);
-    GP__TRY(cc->ext->split(cc->ext_ctx, sp->color, sp->key, &child_ctx, &rank, &size));
+    char msg[400] = "";
+    gp_status_t st = cc->ext->split(cc->ext_ctx, sp->color, sp->key, &child_ctx, &rank, &size, msg,
+                                    sizeof msg);
+    if (st != GP_SUCCESS) return gp__error(st, func, "%s", msg);
     if (sp->child == NULL) return GP_SUCCESS;
     sp->child->rank = rank;
     sp->child->nranks = size;

@@ -29,6 +29,7 @@
 
 #include <stdatomic.h>
 #include "comm.h"
+#include "comm_ext.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,21 +102,6 @@ typedef struct gp__ctl {
   char failed_msg[320];
 } gp__ctl_t;
 
-/* Plugged-in transport (libgpuport-mpi): runs a rank's calls instead of the engine. */
-#define GP__CPU_COMM_EXT_VERSION 1u
-typedef struct gp__cpu_comm_ext {
-  uint32_t version; /* GP__CPU_COMM_EXT_VERSION */
-  const char *name; /* for the log line */
-  /* Runs n calls of one rank in order (a group's point-to-point calls progress
-   * together) and returns before deadline (CLOCK_MONOTONIC seconds, gp__comm_now) or
-   * with GP_ERROR_TIMEOUT; sets the message (func: ...) on failure. */
-  gp_status_t (*run)(void *ctx, const gp__comm_call_t *calls, size_t n, double deadline,
-                     const char *func);
-  /* Splits: *child_ctx (NULL: not a member), *rank, *size. May be NULL (unsupported). */
-  gp_status_t (*split)(void *ctx, int color, int key, void **child_ctx, int *rank, int *size);
-  void (*destroy)(void *ctx);
-} gp__cpu_comm_ext_t;
-
 /* One rank. */
 typedef struct gp__cpu_comm {
   gp_comm_t base;
@@ -134,7 +120,7 @@ typedef struct gp__cpu_comm {
   uint64_t enq, next;
   int refs;           /* the handle, each pending operation, an initialising thread */
   bool initialising;  /* a non-blocking initialisation's thread owns ctl until it ends */
-  const gp__cpu_comm_ext_t *ext;
+  const gp__comm_ext_t *ext; /* calls run on this transport (libgpuport-mpi), not the engine */
   void *ext_ctx;
 } gp__cpu_comm_t;
 
@@ -184,12 +170,6 @@ void gp__cpu_reduce(void *dst, const void *const *src, int nsrc, size_t count, g
 /* The name of the segment an id names ("/gpuport-<32 hex digits>"): tests plant
  * segments to check the owner and mode checks. */
 void gp__cpu_comm_shm_name(const gp_comm_id_t *id, char *buf, size_t len);
-
-/* Makes a communicator of rank/nranks whose calls run on ext (libgpuport-mpi). Exported
- * from the shared library (gp__cpu_ is the cpu backend's ABI prefix). */
-__attribute__((visibility("default"))) gp_status_t gp__cpu_comm_create_ext(
-    gp_comm_t *comm, int rank, int nranks, double timeout_s, const gp__cpu_comm_ext_t *ext,
-    void *ctx);
 
 #ifdef __cplusplus
 }
