@@ -3,7 +3,8 @@
 #
 # For a machine with a GPU, the CUDA toolkit and no Check library: builds the cuda
 # library and tool only (no test suites), then runs
-#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy --json
+#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy --json,
+#   bench allreduce --check --json (NCCL: the system's, or the Python environment's)
 # and writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the
 # build log to OUTDIR/build.txt, SASS instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt
 # when cuobjdump exists, and one line per step to OUTDIR/summary.txt.
@@ -74,11 +75,20 @@ step() {
   [ $rc -eq 0 ] || status=1
 }
 
+# Collectives: NCCL comes from the system, or else from the Python environment's
+# nvidia-nccl-cu12/cu13 package (COMM.md); one GPU means one rank.
+if [ -z "${GP_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  nccl=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  if [ -n "$nccl" ] && [ -f "$nccl" ]; then GP_NCCL_LIBRARY=$nccl; export GP_NCCL_LIBRARY; fi
+fi
+note "nccl: ${GP_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
+
 step info json info --json
 step selftest txt selftest
 step bench-gemm json bench gemm --json
 step bench-attention json bench attention --json
 step bench-memcpy json bench memcpy --json
+step bench-allreduce json bench allreduce --check --json
 
 # ---- SASS: did the tensor-core paths compile to tensor-core instructions? --------------
 if command -v cuobjdump >/dev/null 2>&1; then

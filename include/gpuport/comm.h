@@ -152,12 +152,16 @@ GP_API gp_status_t gp_comm_init_rank(gp_comm_t *comm, int nranks, gp_comm_id_t i
 
 /**
  * @brief gp_comm_init_rank() with options (ncclCommInitRankConfig).
+ * @param[out] comm the new communicator (NULL on failure).
+ * @param[in] nranks ranks in the clique, >= 1.
+ * @param[in] id the id from gp_comm_get_unique_id(), the same on every rank.
+ * @param[in] rank this rank, 0 <= rank < nranks.
  * @param[in] config options; NULL means the defaults. Fields beyond its struct_size are
  *            taken as defaults.
  * @return as gp_comm_init_rank(), plus ::GP_ERROR_INVALID_VALUE for a bad @p config
  *         (struct_size too small, blocking not 0 or 1, negative or NaN timeout). With
  *         blocking = 0, failures of the rendezvous are reported later by
- *         gp_comm_get_async_error(). The other parameters are as for gp_comm_init_rank().
+ *         gp_comm_get_async_error().
  */
 GP_API gp_status_t gp_comm_init_rank_config(gp_comm_t *comm, int nranks, gp_comm_id_t id,
                                             int rank, const gp_comm_config_t *config);
@@ -196,8 +200,8 @@ GP_API gp_status_t gp_comm_split(gp_comm_t comm, int color, int key, gp_comm_t *
  *        by the timeout), then releases it (ncclCommFinalize + ncclCommDestroy). Peers
  *        still waiting for this rank fail with ::GP_ERROR_COMM. NULL is a no-op.
  * @param[in] comm the communicator.
- * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_HANDLE; the communicator's error when its
- *         last operations failed (it is released all the same).
+ * @return ::GP_SUCCESS (a failed communicator is released too: its error was returned by
+ *         the calls that waited on its operations); ::GP_ERROR_INVALID_HANDLE.
  */
 GP_API gp_status_t gp_comm_destroy(gp_comm_t comm);
 
@@ -273,9 +277,13 @@ GP_API gp_status_t gp_all_reduce(const void *send, void *recv, size_t count, gp_
  *        (ncclBroadcast).
  * @param[in] send read on the root only (may be NULL elsewhere).
  * @param[out] recv @p count elements; on the root it may equal @p send.
+ * @param[in] count elements.
  * @param[in] root 0 <= root < size.
+ * @param[in] dtype element type.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
  * @return as gp_all_reduce(), plus ::GP_ERROR_INVALID_VALUE for @p root out of range.
- *         The other parameters are as for gp_all_reduce().
  */
 GP_API gp_status_t gp_broadcast(const void *send, void *recv, size_t count, gp_dtype_t dtype,
                                 int root, gp_comm_t comm, gp_stream_t stream);
@@ -283,8 +291,15 @@ GP_API gp_status_t gp_broadcast(const void *send, void *recv, size_t count, gp_d
 /**
  * @brief recv on rank @p root = op over all ranks of send (ncclReduce).
  * @param[out] recv @p count elements on the root (may be NULL elsewhere; may equal send).
+ * @param[in] send @p count elements.
+ * @param[in] count elements.
  * @param[in] root 0 <= root < size.
- * @return as gp_broadcast(). The other parameters are as for gp_all_reduce().
+ * @param[in] dtype element type.
+ * @param[in] op reduction.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
+ * @return as gp_broadcast().
  */
 GP_API gp_status_t gp_reduce(const void *send, void *recv, size_t count, gp_dtype_t dtype,
                              gp_reduce_op_t op, int root, gp_comm_t comm, gp_stream_t stream);
@@ -294,7 +309,11 @@ GP_API gp_status_t gp_reduce(const void *send, void *recv, size_t count, gp_dtyp
  * @param[in] send @p sendcount elements (in place: send == recv + rank * sendcount).
  * @param[out] recv size * @p sendcount elements.
  * @param[in] sendcount elements contributed by each rank.
- * @return as gp_all_reduce(). The other parameters are as for gp_all_reduce().
+ * @param[in] dtype element type.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
+ * @return as gp_all_reduce().
  */
 GP_API gp_status_t gp_all_gather(const void *send, void *recv, size_t sendcount, gp_dtype_t dtype,
                                  gp_comm_t comm, gp_stream_t stream);
@@ -304,7 +323,12 @@ GP_API gp_status_t gp_all_gather(const void *send, void *recv, size_t sendcount,
  * @param[in] send size * @p recvcount elements.
  * @param[out] recv @p recvcount elements (in place: recv == send + rank * recvcount).
  * @param[in] recvcount elements each rank receives.
- * @return as gp_all_reduce(). The other parameters are as for gp_all_reduce().
+ * @param[in] dtype element type.
+ * @param[in] op reduction.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
+ * @return as gp_all_reduce().
  */
 GP_API gp_status_t gp_reduce_scatter(const void *send, void *recv, size_t recvcount,
                                      gp_dtype_t dtype, gp_reduce_op_t op, gp_comm_t comm,
@@ -317,7 +341,11 @@ GP_API gp_status_t gp_reduce_scatter(const void *send, void *recv, size_t recvco
  * @param[out] recv size * @p count_per_peer elements; may equal @p send on the cpu
  *             backend (NCCL defines no in-place all-to-all: ::GP_ERROR_NOT_SUPPORTED there).
  * @param[in] count_per_peer elements exchanged with each rank.
- * @return as gp_all_reduce(). The other parameters are as for gp_all_reduce().
+ * @param[in] dtype element type.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
+ * @return as gp_all_reduce().
  */
 GP_API gp_status_t gp_all_to_all(const void *send, void *recv, size_t count_per_peer,
                                  gp_dtype_t dtype, gp_comm_t comm, gp_stream_t stream);
@@ -331,8 +359,11 @@ GP_API gp_status_t gp_all_to_all(const void *send, void *recv, size_t count_per_
  * @param[in] buf @p count elements.
  * @param[in] count elements; must equal the receiver's count (the cpu backend checks).
  * @param[in] peer 0 <= peer < size; may be this rank.
+ * @param[in] dtype element type.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
  * @return as gp_all_reduce(), plus ::GP_ERROR_INVALID_VALUE for @p peer out of range.
- *         The other parameters are as for gp_all_reduce().
  */
 GP_API gp_status_t gp_send(const void *buf, size_t count, gp_dtype_t dtype, int peer,
                            gp_comm_t comm, gp_stream_t stream);
@@ -340,7 +371,13 @@ GP_API gp_status_t gp_send(const void *buf, size_t count, gp_dtype_t dtype, int 
 /**
  * @brief Receives @p count elements sent by rank @p peer with gp_send() (ncclRecv).
  * @param[out] buf @p count elements.
- * @return as gp_send(). The parameters are as for gp_send().
+ * @param[in] count elements; must equal the sender's count (the cpu backend checks).
+ * @param[in] peer 0 <= peer < size; may be this rank.
+ * @param[in] dtype element type.
+ * @param[in] comm the communicator.
+ * @param[in] stream a stream of the communicator's device (NULL: the current device's
+ *            default stream).
+ * @return as gp_send().
  */
 GP_API gp_status_t gp_recv(void *buf, size_t count, gp_dtype_t dtype, int peer, gp_comm_t comm,
                            gp_stream_t stream);
