@@ -14,6 +14,10 @@ static uint64_t mix(uint64_t seed, int rank, size_t i) {
   return z ^ (z >> 31);
 }
 
+static bool g_native_acc;
+
+void gp_ref_comm_set_native_accumulation(bool native) { g_native_acc = native; }
+
 static bool floating(gp_dtype_t t) {
   return t == GP_F32 || t == GP_F64 || t == GP_F16 || t == GP_BF16 || t == GP_FP8_E4M3 ||
          t == GP_FP8_E5M2;
@@ -189,7 +193,7 @@ size_t gp_ref_comm_check_reduce(const void *got, gp_dtype_t t, gp_reduce_op_t op
   unsigned char sb[8];
   store(sb, t == GP_F64 ? GP_F64 : t, 0, 1.0 / nranks);
   double scale = t == GP_F64 ? 1.0 / nranks : load(sb, t, 0);
-  double ua = t == GP_F64 ? 0x1.0p-53 : 0x1.0p-24, ut = unit_roundoff(t);
+  double ut = unit_roundoff(t), ua = t == GP_F64 ? 0x1.0p-53 : g_native_acc ? ut : 0x1.0p-24;
   for (size_t i = 0; i < n; i++) {
     double ref = 0, mag = 0;
     for (int q = 0; q < nranks; q++) {

@@ -44,6 +44,10 @@ size_t gp_ref_comm_check_copy(const void *got, gp_dtype_t t, gp_reduce_op_t op,
                               gp_ref_comm_data_t data, uint64_t seed, int rank, size_t first,
                               size_t n, char *msg, size_t len);
 
+/* NCCL and MPI accumulate f16/bf16/fp8 in the element type, not in f32: true widens the
+ * reduction bounds to that (default false: the cpu engine's f32 accumulation). */
+void gp_ref_comm_set_native_accumulation(bool native);
+
 /* Fills n elements with a poison pattern (NaN for every floating type). */
 void gp_ref_comm_poison(void *dst, gp_dtype_t t, size_t n);
 
