@@ -37,6 +37,10 @@ CUDA_GENCODE ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,cod
                 -gencode=arch=compute_80,code=compute_80
 PREFIX ?= /usr/local
 WERROR ?=
+# Open MPI / MPICH: the optional libgpuport-mpi and its mpirun test (when present).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+MPIRUN ?= $(shell command -v mpirun 2>/dev/null)
+MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 
 # Backends this machine can build.
 AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
@@ -177,9 +181,6 @@ $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 # ---- optional: libgpuport-mpi (gpuport/mpi.h), built when mpicc is present -----------------
 # It links no backend: applications link it beside their backend's library, whose symbols
 # it uses (gpuport-mpi.pc). Its test runs under mpirun -np 4 (test/mpi/run.sh).
-MPICC ?= $(shell command -v mpicc 2>/dev/null)
-MPIRUN ?= $(shell command -v mpirun 2>/dev/null)
-MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c $(wildcard include/gpuport/*.h src/*.h)
 	@mkdir -p lib
 	$(MPICC) $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
