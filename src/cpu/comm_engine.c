@@ -36,7 +36,11 @@ typedef struct op {
   const char *func;
   double deadline;
   int waiting_for; /* a rank the last wait was waiting for, for messages */
+  uint64_t need;   /* ranks the current wait depends on: only their departure or death
+                      fails it (a peer done with its part of a group may leave) */
 } op_t;
+
+static uint64_t all_ranks(int n) { return n >= 64 ? ~0ull : (1ull << n) - 1; }
 
 static gp__slot_t *slot(const op_t *o, int r) { return gp__ctl_slot(o->cc->ctl, r); }
 static size_t esize(const gp__comm_call_t *c) { return gp_dtype_size(c->dtype); }
@@ -166,7 +170,7 @@ static gp_status_t health(op_t *o) {
   cc->next_health = now + HEALTH_PERIOD_S;
   gp__slot_t *me = slot(o, cc->me);
   for (int r = 0; r < cc->n; r++) {
-    if (r == cc->me) continue;
+    if (r == cc->me || !(o->need >> r & 1)) continue;
     gp__slot_t *s = slot(o, r);
     uint32_t state = atomic_load(&s->state);
     if (state == GP__SLOT_LEFT)
@@ -233,7 +237,7 @@ static bool all_joined(op_t *o, const void *arg) {
 }
 
 gp_status_t gp__cpu_comm_wait_joined(gp__cpu_comm_t *cc, double deadline, const char *func) {
-  op_t o = {cc, NULL, func, deadline, -1};
+  op_t o = {cc, NULL, func, deadline, -1, all_ranks(cc->n)};
   return wait_until(&o, all_joined, NULL);
 }
 
@@ -616,7 +620,13 @@ static gp_status_t run_p2p(op_t *o, const gp__comm_call_t *calls, size_t n) {
       st = p2p_step(o, &ps[i], &progress);
     }
     if (st != GP_SUCCESS || all_done) break;
-    if (!progress) st = wait_until(o, bell_moved, &bell);
+    if (!progress) {
+      o->need = 0;
+      for (size_t i = 0; i < n; i++)
+        if (!ps[i].done) o->need |= 1ull << ps[i].peer;
+      st = wait_until(o, bell_moved, &bell);
+      o->need = all_ranks(o->cc->n);
+    }
     if (st != GP_SUCCESS) break;
   }
   free(ps);
@@ -631,7 +641,7 @@ static bool is_p2p(const gp__comm_call_t *c) {
 
 gp_status_t gp__cpu_comm_run(gp__cpu_comm_t *cc, const gp__comm_call_t *calls, size_t n,
                              double deadline, const char *func) {
-  op_t o = {cc, NULL, func, deadline, -1};
+  op_t o = {cc, NULL, func, deadline, -1, all_ranks(cc->n)};
   cc->next_health = gp__comm_now() + HEALTH_PERIOD_S;
   for (size_t i = 0; i < n;) {
     if (is_p2p(&calls[i])) {
@@ -651,7 +661,7 @@ gp_status_t gp__cpu_comm_run(gp__cpu_comm_t *cc, const gp__comm_call_t *calls, s
 gp_status_t gp__cpu_comm_split_exchange(gp__cpu_comm_t *cc, int color, int key, double deadline,
                                         int *rank, int *size, gp__ctl_t **local_ctl,
                                         gp_comm_id_t *id) {
-  op_t o = {cc, NULL, "gp_comm_split", deadline, -1};
+  op_t o = {cc, NULL, "gp_comm_split", deadline, -1, all_ranks(cc->n)};
   cc->next_health = gp__comm_now() + HEALTH_PERIOD_S;
   gp__slot_t *mine = slot(&o, cc->me);
   mine->color = color;
