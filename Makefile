@@ -39,6 +39,10 @@ CUDA_GENCODE ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,cod
                 -gencode=arch=compute_80,code=compute_80
 PREFIX ?= /usr/local
 WERROR ?=
+# Open MPI / MPICH: the optional libgpuport-mpi and its mpirun test (when present).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+MPIRUN ?= $(shell command -v mpirun 2>/dev/null)
+MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 
 # Backends this machine can build.
 AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
@@ -102,7 +106,7 @@ NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc $
 HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc \
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
-all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport
+all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
 
 # ---- one backend (objects in build/$(1)$(2), $(2) is "" or "-san") ----------------
 # $(1) backend, $(2) variant suffix, $(3) extra flags
@@ -176,7 +180,11 @@ build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) bu
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
 	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
-tests-$(1)$(2): $$(TEST_BIN_$(1)$(2))
+# The mock libnccl.so.2 test_comm_nccl loads (through GP_NCCL_LIBRARY) to check the NCCL mapping.
+build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $$(WARN) $$< -o $$@
+tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2
 endef
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
 $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
@@ -195,12 +203,27 @@ examples-$(1): $$(EX_BIN_$(1)) bin/examples-$(1)/minilm
 endef
 $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 
+# ---- optional: libgpuport-mpi (gpuport/mpi.h), built when mpicc is present -----------------
+# It links no backend: applications link it beside their backend's library, whose symbols
+# it uses (gpuport-mpi.pc). Its test runs under mpirun -np 4 (test/mpi/run.sh).
+lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c $(wildcard include/gpuport/*.h src/*.h)
+	@mkdir -p lib
+	$(MPICC) $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
+	ln -sf libgpuport-mpi.so.$(VERSION) lib/libgpuport-mpi.so.$(VERSION_MAJOR)
+	ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) lib/libgpuport-mpi.so
+build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c tool/ref.c tool/ref_comm.c tool/ref.h tool/ref_comm.h $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Itool $< tool/ref.c tool/ref_comm.c -o $@ -Llib -lgpuport-mpi \
+	  -lgpuport-$(BACKEND) -Wl,-rpath,'$$ORIGIN/../../lib' $(CHECK_LIBS) -lm
+mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
+
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
-test: backend-$(BACKEND) tests-cpu-san bin/gpuport model
+test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
 	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
+	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
 
 check: test
 
@@ -227,6 +250,11 @@ install: all
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
+	$(if $(MPI_LIB),install -m 755 $(MPI_LIB) $(DESTDIR)$(PREFIX)/lib/ && \
+	  ln -sf libgpuport-mpi.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuport-mpi.so.$(VERSION_MAJOR) && \
+	  ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-mpi.so && \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuport-mpi.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-mpi.pc)
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@BACKENDS@|$(BACKENDS)|g' -e 's|@DEFAULT@|$(BACKEND)|g' \
 	  pkgconfig/gpuportConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/gpuport/gpuportConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuportConfigVersion.cmake.in \
@@ -246,5 +274,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports \
+.PHONY: all test check model install docs clean check-exports mpi \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

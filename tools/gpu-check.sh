@@ -4,7 +4,8 @@
 # For a machine with a GPU, the CUDA toolkit and no Check library: builds the cuda
 # library and tool only (no test suites), then runs
 #   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json,
-#   bench attention --backward --json
+#   bench attention --backward --json, bench allreduce --check --json (NCCL: the
+#   system's, or the Python environment's)
 #   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
 #   models/all-MiniLM-L6-v2: `make model`), embed --json and bench embed --json
 # and writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the
@@ -77,6 +78,14 @@ step() {
   [ $rc -eq 0 ] || status=1
 }
 
+# Collectives: NCCL comes from the system, or else from the Python environment's
+# nvidia-nccl-cu12/cu13 package (COMM.md); one GPU means one rank.
+if [ -z "${GP_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  nccl=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  if [ -n "$nccl" ] && [ -f "$nccl" ]; then GP_NCCL_LIBRARY=$nccl; export GP_NCCL_LIBRARY; fi
+fi
+note "nccl: ${GP_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
+
 step info json info --json
 step selftest txt selftest
 step bench-gemm json bench gemm --json
@@ -84,6 +93,7 @@ step bench-attention json bench attention --json
 step bench-attention-bwd json bench attention --backward --json
 step bench-memcpy json bench memcpy --json
 step bench-launch json bench launch --json
+step bench-allreduce json bench allreduce --check --json
 
 # all-MiniLM-L6-v2 (examples/minilm), when the model was fetched or brought along.
 MODEL=${MINILM_MODEL_DIR:-models/all-MiniLM-L6-v2}
