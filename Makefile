@@ -115,7 +115,7 @@ B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
-  $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
+  $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
 build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
@@ -129,6 +129,19 @@ build/$(1)$(2)/%.o: %.S
 build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
+
+# The cpu library also holds the cuda/ kernels, built for the CPU executor with their
+# sm_80 instructions emulated (gpuport/nv_mma.h), so CI runs the code the GPUs run.
+$(if $(filter cpu,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_SM80 $(3) -c $$< -o $$@)
+
+# The cuda backend's cuda/ kernels keep their ptxas report (-Xptxas -v) and their PTX
+# (-keep) beside the object, for the static checks of tools/sm80-facts.sh (make check-sm80).
+$(if $(filter cuda,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)/keep-$$*
+	$$(NVCC) $$(NVCC_FLAGS) -Xptxas -v -keep -keep-dir $$(@D)/keep-$$* -c $$< -o $$@ > $$@.ptxas 2>&1 || { cat $$@.ptxas; exit 1; }
+	@grep -v -E '^(ptxas info|    [0-9]+ bytes stack frame)' $$@.ptxas || true)
 
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
@@ -265,6 +278,13 @@ docs:
 	doxygen docs/Doxyfile 2> build/docs/warnings.log; cat build/docs/warnings.log; \
 	  test ! -s build/docs/warnings.log
 
+# Static facts of the sm_80 kernels (no GPU needed): per kernel registers, shared memory,
+# spills (none allowed) from the cuda build's ptxas reports; mma.sync, ldmatrix and
+# cp.async in the compute_80 PTX; the tile shapes src/kernels/sm80.h states.
+SM80_OBJ := $(CUDA_KERNEL_SRC:%.cu=build/cuda/%.cu.o)
+check-sm80: $(SM80_OBJ)
+	sh tools/sm80-facts.sh build/cuda/cuda
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh tools/exports.sh $^
@@ -274,5 +294,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports mpi \
+.PHONY: all test check model install docs clean check-exports check-sm80 mpi \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san
