@@ -1,0 +1,49 @@
+/*
+ * sm90.h - geometry of the sm_90a kernels in cuda/ (wgmma, TMA, mbarrier), shared by the
+ * kernels and by the host code that chooses and launches them (src/gemm_sm90.c), and the
+ * host's TMA tensor-map encoder (src/tma.c). Plain C: included by C and by the dialect
+ * compilers.
+ *
+ * GEMM (cuda/gemm_sm90.cu, gp__gemm_sm90_{f16,bf16}_{nn,nt,tn,tt}): block tile 128 x 128
+ *   x 64; 384 threads: warpgroup 0 is the producer (one warp issues the TMA loads), warp
+ *   groups 1 and 2 consume, each owning 64 rows of the tile through m64n128k16 wgmmas
+ *   (64 f32 accumulators per thread); a 4-stage ring of A and B tiles with 128-byte
+ *   swizzle (32 KiB per stage) guarded by full and empty mbarriers; a persistent grid.
+ */
+#ifndef GP_KERNELS_SM90_H
+#define GP_KERNELS_SM90_H
+
+#include <stdint.h>
+
+#include <gpuport/nv_wgmma.h>
+#include <gpuport/status.h>
+
+#define GP__SM90_GEMM_BM 128
+#define GP__SM90_GEMM_BN 128
+#define GP__SM90_GEMM_BK 64
+#define GP__SM90_GEMM_STAGES 4
+#define GP__SM90_GEMM_THREADS 384
+#define GP__SM90_GEMM_GROUP_M 8 /* tile rows visited together (L2 reuse) */
+/* Bytes of one stage (A and B tiles of 128 x 64 two-byte elements) and of the dynamic
+ * shared memory: the stages, 1 KiB to align them to the swizzle atom, the barriers. */
+#define GP__SM90_GEMM_STAGE_BYTES (2 * (GP__SM90_GEMM_BM + GP__SM90_GEMM_BN) * GP__SM90_GEMM_BK)
+#define GP__SM90_GEMM_SMEM (GP__SM90_GEMM_STAGES * GP__SM90_GEMM_STAGE_BYTES + 1024 + 128)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Encodes a 2D or 3D tiled tensor map (no interleave, out-of-bounds elements read as
+ * zero): elem_bytes 2 or 4; dims[rank] innermost first; strides[rank - 1] the byte
+ * strides of dims 1 .. rank - 1 (multiples of 16); box[rank] (1 .. 256, the innermost
+ * box a multiple of 16 bytes and, when swizzled, exactly the swizzle's row of bytes);
+ * swizzle GP_NV_SWIZZLE_*. On the cuda backend through the driver's
+ * cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion; on the cpu
+ * backend the emulation's description. GP_ERROR_INVALID_VALUE on a rule broken,
+ * GP_ERROR_NOT_SUPPORTED without a driver that has the entry point or on hip. */
+gp_status_t gp__nv_tensor_map_encode(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank, const void *base,
+                                     const uint64_t *dims, const uint64_t *strides, const uint32_t *box, int swizzle);
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GP_KERNELS_SM90_H */
