@@ -108,6 +108,13 @@ HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_
 
 all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
 
+# The sm_90a sources (wgmma, TMA: gpuport/nv_wgmma.h) build for sm_90a alone: their
+# instructions exist nowhere else, and the kernels run only on compute capability 9.0.
+SM90_GENCODE ?= -gencode=arch=compute_90a,code=sm_90a
+SM90_CUDA_SRC := $(wildcard cuda/*sm90*.cu) test/kernels/kt_nv_wgmma.cu
+$(SM90_CUDA_SRC:%.cu=build/cuda/%.cu.o): NVCC_FLAGS := $(filter-out -gencode=%,$(NVCC_FLAGS)) $(SM90_GENCODE)
+
+
 # ---- one backend (objects in build/$(1)$(2), $(2) is "" or "-san") ----------------
 # $(1) backend, $(2) variant suffix, $(3) extra flags
 define BACKEND_RULES

@@ -376,10 +376,16 @@ static inline bool gp_nv_mbarrier_try_wait_parity(uint64_t *bar, unsigned parity
 /** @brief Waits until the phase of parity @p parity of @p bar completed (a try_wait loop).
  *         Warp-collective under the CPU emulation: every live lane of the warp calls it. */
 static inline void gp_nv_mbarrier_wait(uint64_t *bar, unsigned parity, GP__NV_SITE) {
-  for (unsigned long tries = 0; !gp_nv_mbarrier_try_wait_parity(bar, parity); tries++) {
+  /* The lanes vote at each try, so that the whole warp leaves the loop in the same round
+   * (a lane leaving early would meet its warp's next rendezvous alone). A phase, once
+   * complete, stays complete until this warp takes part again, so one lane seeing it
+   * suffices. The rendezvous also lets the block's other warps run. */
+  for (unsigned long tries = 0;; tries++) {
+    const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(gp_nv_mbarrier_try_wait_parity(bar, parity), file, line);
+    for (unsigned l = 0; l < 32; l++)
+      if (((x->active >> l) & 1u) && x->val[l]) return;
     if (tries == (1ul << 22))
       gp__nvw_fail("mbarrier wait: the phase never completed (deadlock)", parity, file, line);
-    (void)gp__cpu_warp_sync(0, file, line); /* lets the block's other warps run */
   }
 }
 
