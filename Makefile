@@ -292,6 +292,12 @@ SM80_OBJ := $(CUDA_KERNEL_SRC:%.cu=build/cuda/%.cu.o)
 check-sm80: $(SM80_OBJ)
 	sh tools/sm80-facts.sh build/cuda/cuda
 
+# Static facts of the sm_90a kernels (no GPU needed): no spills and no injected warpgroup
+# waits in the ptxas reports; wgmma.mma_async, cp.async.bulk.tensor, mbarrier and
+# setmaxnreg in the compute_90a PTX; the tile shapes src/kernels/sm90.h states.
+check-sm90: $(SM80_OBJ)
+	sh tools/sm90-facts.sh build/cuda/cuda
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh tools/exports.sh $^
@@ -301,5 +307,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports check-sm80 mpi \
+.PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 mpi \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

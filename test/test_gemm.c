@@ -447,6 +447,53 @@ START_TEST(test_sm90_shapes) {
 }
 END_TEST
 
+/* The same inputs through the sm_90a kernels and the sm_80 kernels: each within the float64
+ * reference's bound (element by element), and the two within the sum of their bounds of
+ * each other. On the cpu backend both run emulated; on a GPU of compute capability 9.0,
+ * for real (the gate toggled with GP_ENABLE_SM90A; elsewhere both runs take sm_80). */
+START_TEST(test_sm90_vs_sm80) {
+  enum { M = 130, N = 136, K = 200 };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x5390a);
+  static uint16_t ha[M * K], hb[K * N];
+  static float got[2][M * N];
+  static double ref[M * N], bound[M * N];
+  gp_ref_fill(ha, GP_BF16, M * K, &rng, -1.0, 1.0);
+  gp_ref_fill(hb, GP_BF16, K * N, &rng, -1.0, 1.0);
+  void *da = dev_alloc_copy(ha, sizeof ha), *db = dev_alloc_copy(hb, sizeof hb), *dc = NULL;
+  ck_assert_int_eq(gp_malloc(&dc, sizeof got[0]), GP_SUCCESS);
+  for (int path = 0; path < 2; path++) {
+    set_mode(path ? MODE_SM80 : MODE_SM90A);
+    setenv("GP_ENABLE_SM90A", path ? "0" : "1", 1);
+    ck_assert_int_eq(gp_memset(dc, 0xff, sizeof got[0]), GP_SUCCESS); /* NaN: every element must be written */
+    ck_assert_int_eq(gp_gemm(NULL, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, M, N, K, 1.0f, da, GP_BF16, K, db, GP_BF16, N,
+                             0.0f, dc, GP_F32, N),
+                     GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(got[path], dc, sizeof got[0]), GP_SUCCESS);
+  }
+  unsetenv("GP_ENABLE_SM90A");
+  set_mode(MODE_DEFAULT);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double s = 0, sa = 0;
+      for (int64_t p = 0; p < K; p++) {
+        const double x = gp_ref_load(ha, GP_BF16, (size_t)(i * K + p)) * gp_ref_load(hb, GP_BF16, (size_t)(p * N + j));
+        s += x;
+        sa += fabs(x);
+      }
+      ref[i * N + j] = s;
+      bound[i * N + j] = gp_ref_gamma((double)K + 1, gp_ref_unit_roundoff(GP_F32)) * sa + 1e-30;
+    }
+  for (int64_t e = 0; e < M * N; e++) {
+    for (int path = 0; path < 2; path++)
+      ck_assert_msg(fabs(got[path][e] - ref[e]) <= bound[e], "%s: element %lld = %.9g, reference %.9g, bound %.3g (seed 0x%llx)",
+                    path ? "sm_80" : "sm_90a", (long long)e, (double)got[path][e], ref[e], bound[e], (unsigned long long)g_seed);
+    ck_assert(fabs(got[0][e] - got[1][e]) <= 2 * bound[e]);
+  }
+  gp_free(da), gp_free(db), gp_free(dc);
+}
+END_TEST
+
 #ifdef GP_BUILD_CPU
 /* The sm_90a choice (src/gemm_sm90.c): mode, alignment, types; the sm_80 kernels take
  * the rest in sm90a mode. */
@@ -784,6 +831,7 @@ static Suite *gemm_suite(void) {
   TCase *t90 = tcase_create("sm90a");
   tcase_set_timeout(t90, 240);
   tcase_add_test(t90, test_sm90_shapes);
+  tcase_add_test(t90, test_sm90_vs_sm80);
 #ifdef GP_BUILD_CPU
   tcase_add_test(t90, test_sm90_choice);
 #endif

@@ -1,0 +1,99 @@
+#!/bin/sh
+# sm90-facts.sh DIR - static facts of the sm_90a kernels (cuda/gemm_sm90.cu), checked
+# without a GPU from what the cuda build leaves in DIR (build/cuda/cuda, see the
+# Makefile): <file>.cu.o.ptxas, the ptxas report (-Xptxas -v), and
+# keep-<file>/<file>.compute_90a.ptx, the PTX behind the sm_90a code of the fat binary.
+#
+# Prints one line per kernel: registers, dynamic shared memory, stack frame, spill
+# stores and loads, and its counts of wgmma.mma_async, cp.async.bulk.tensor, mbarrier
+# waits and setmaxnreg. Fails (exit 1) when
+#   - a kernel spills or has a stack frame;
+#   - ptxas had to inject warpgroup.arrive / warpgroup.wait around a wgmma (its
+#     accumulators touched while in flight: the wgmmas would serialize);
+#   - a kernel is missing (8 GEMM: f16 and bf16 x nn, nt, tn, tt), or its PTX lacks
+#     wgmma.mma_async.sync.aligned.m64n128k16, cp.async.bulk.tensor, mbarrier.try_wait
+#     or setmaxnreg;
+#   - the tile shapes differ from the ones stated in src/kernels/sm90.h: GEMM 128 x 128
+#     x 64, 4 stages, 384 threads (one producer and two consumer warpgroups).
+# Environment: CC (default cc), to read the geometry macros.
+set -u
+DIR=${1:-build/cuda/cuda}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CC=${CC:-cc}
+status=0
+fail() {
+  echo "FAIL: $*"
+  status=1
+}
+
+FILES="gemm_sm90"
+for f in $FILES; do
+  if [ ! -f "$DIR/$f.cu.o.ptxas" ] || [ ! -f "$DIR/keep-$f/$f.compute_90a.ptx" ]; then
+    echo "sm90-facts: $DIR/$f.cu.o.ptxas or its PTX is missing (build with BACKEND=cuda first)" >&2
+    exit 2
+  fi
+done
+
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/geo.c" <<'EOF2'
+#include <stdio.h>
+#include "kernels/sm90.h"
+int main(void) {
+  printf("shape gemm %d %d %d %d %d\n", GP__SM90_GEMM_BM, GP__SM90_GEMM_BN, GP__SM90_GEMM_BK,
+         GP__SM90_GEMM_STAGES, GP__SM90_GEMM_THREADS);
+  printf("smem gemm %d\n", GP__SM90_GEMM_SMEM);
+  return 0;
+}
+EOF2
+if ! $CC -I"$ROOT/include" -I"$ROOT/src" "$tmp/geo.c" -o "$tmp/geo" || ! "$tmp/geo" > "$tmp/geo.txt"; then
+  echo "sm90-facts: cannot build the geometry probe with $CC" >&2
+  exit 2
+fi
+got=$(awk '$1 == "shape" && $2 == "gemm" { print $3, $4, $5, $6, $7 }' "$tmp/geo.txt")
+[ "$got" = "128 128 64 4 384" ] || fail "GEMM tile shape is '$got', stated '128 128 64 4 384'"
+dyn=$(awk '$1 == "smem" { print $3 }' "$tmp/geo.txt")
+
+# ---- resources per kernel, from the ptxas reports ---------------------------------------
+for f in $FILES; do cat "$DIR/$f.cu.o.ptxas"; done > "$tmp/ptxas.txt"
+if grep -E 'C75(17|19)|is injected' "$tmp/ptxas.txt" > "$tmp/inject.txt"; then
+  fail "ptxas injected warpgroup synchronization: $(head -1 "$tmp/inject.txt")"
+fi
+awk -v q="'" '
+  /Compiling entry function/ { split($0, part, q); k = part[2]; a = part[4]; entry = 1; next }
+  /Function properties for/ { if (!entry) k = "" ; next }
+  /bytes stack frame/ { if (k != "") { st[k] = $1; ss[k] = $5; sl[k] = $9 } ; next }
+  /Used [0-9]+ registers/ {
+    if (k == "") next
+    r = $0; sub(/.*Used /, "", r); sub(/ registers.*/, "", r)
+    print k, a, r, st[k], ss[k], sl[k]
+    k = ""; entry = 0
+  }' "$tmp/ptxas.txt" > "$tmp/res.txt"
+
+# ---- instructions per kernel, from the compute_90a PTX -----------------------------------
+for f in $FILES; do cat "$DIR/keep-$f/$f.compute_90a.ptx"; done | awk '
+  /^\.visible \.entry/ || /^\.entry/ { if (k != "") print k, w, t, b, s; k = $0; sub(/.*entry /, "", k); sub(/\(.*/, "", k); w = t = b = s = 0; next }
+  /wgmma\.mma_async\.sync\.aligned\.m64n128k16/ { w++ }
+  /cp\.async\.bulk\.tensor/ { t++ }
+  /mbarrier\.try_wait/ { b++ }
+  /setmaxnreg/ { s++ }
+  END { if (k != "") print k, w, t, b, s }' > "$tmp/ptx.txt"
+
+printf '%-26s %-7s %5s %9s %6s %7s %7s %6s %6s %7s %6s\n' kernel target regs smem_dyn stack spill_s spill_l wgmma tma mbar_w maxnreg
+n=0
+while read -r k a r st ss sl; do
+  n=$((n + 1))
+  set -- $(awk -v n="$k" '$1 == n { print $2, $3, $4, $5 }' "$tmp/ptx.txt")
+  w=${1:-0} t=${2:-0} b=${3:-0} s=${4:-0}
+  printf '%-26s %-7s %5s %9s %6s %7s %7s %6s %6s %7s %6s\n' "$k" "$a" "$r" "$dyn" "$st" "$ss" "$sl" "$w" "$t" "$b" "$s"
+  [ "$a" = sm_90a ] || fail "$k compiled for $a, expected sm_90a only"
+  [ "$st" = 0 ] && [ "$ss" = 0 ] && [ "$sl" = 0 ] || fail "$k ($a) has a stack frame or spills"
+  [ "$w" -gt 0 ] && [ "$t" -gt 0 ] && [ "$b" -gt 0 ] && [ "$s" -gt 0 ] ||
+    fail "$k: its PTX lacks wgmma.mma_async m64n128k16, cp.async.bulk.tensor, mbarrier.try_wait or setmaxnreg"
+done < "$tmp/res.txt"
+[ "$n" -eq 8 ] || fail "$n sm_90a GEMM kernels in the ptxas report, expected 8"
+np=$(grep -c '^gp__gemm_sm90_' "$tmp/ptx.txt")
+[ "$np" -eq 8 ] || fail "$np sm_90a GEMM kernels in the PTX, expected 8"
+
+if [ $status -eq 0 ]; then echo "sm90-facts: all facts hold"; fi
+exit $status
