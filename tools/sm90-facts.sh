@@ -2,7 +2,8 @@
 # sm90-facts.sh DIR - static facts of the sm_90a kernels (cuda/gemm_sm90.cu), checked
 # without a GPU from what the cuda build leaves in DIR (build/cuda/cuda, see the
 # Makefile): <file>.cu.o.ptxas, the ptxas report (-Xptxas -v), and
-# keep-<file>/<file>.compute_90a.ptx, the PTX behind the sm_90a code of the fat binary.
+# keep-<file>/<file>.ptx, the PTX behind the sm_90a code of the fat binary (named
+# <file>.compute_90a.ptx when the file is built for several targets).
 #
 # Prints one line per kernel: registers, dynamic shared memory, stack frame, spill
 # stores and loads, and its counts of wgmma.mma_async, cp.async.bulk.tensor, mbarrier
@@ -27,8 +28,11 @@ fail() {
 }
 
 FILES="gemm_sm90"
+ptx_of() { # the sm_90a PTX of file $1
+  if [ -f "$DIR/keep-$1/$1.compute_90a.ptx" ]; then echo "$DIR/keep-$1/$1.compute_90a.ptx"; else echo "$DIR/keep-$1/$1.ptx"; fi
+}
 for f in $FILES; do
-  if [ ! -f "$DIR/$f.cu.o.ptxas" ] || [ ! -f "$DIR/keep-$f/$f.compute_90a.ptx" ]; then
+  if [ ! -f "$DIR/$f.cu.o.ptxas" ] || [ ! -f "$(ptx_of "$f")" ]; then
     echo "sm90-facts: $DIR/$f.cu.o.ptxas or its PTX is missing (build with BACKEND=cuda first)" >&2
     exit 2
   fi
@@ -71,7 +75,7 @@ awk -v q="'" '
   }' "$tmp/ptxas.txt" > "$tmp/res.txt"
 
 # ---- instructions per kernel, from the compute_90a PTX -----------------------------------
-for f in $FILES; do cat "$DIR/keep-$f/$f.compute_90a.ptx"; done | awk '
+for f in $FILES; do cat "$(ptx_of "$f")"; done | awk '
   /^\.visible \.entry/ || /^\.entry/ { if (k != "") print k, w, t, b, s; k = $0; sub(/.*entry /, "", k); sub(/\(.*/, "", k); w = t = b = s = 0; next }
   /wgmma\.mma_async\.sync\.aligned\.m64n128k16/ { w++ }
   /cp\.async\.bulk\.tensor/ { t++ }
