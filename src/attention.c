@@ -23,6 +23,7 @@
 #include "api.h"
 #include "attention_impl.h"
 #include "kernels/sm80.h"
+#include "attention_sm90.h"
 #include "internal.h"
 
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled);
@@ -273,9 +274,14 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   char what[400] = "", why[128] = "";
   gp_status_t st;
   gp__attn_sm80_plan_t plan;
-  if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
+  gp__attn_sm90_plan_t plan90;
+  char why90[128] = "";
+  if (kernel == NULL && gp__attn_sm90_choose(&p, &plan90, why90, sizeof(why90))) {
+    st = gp__attn_sm90_launch(stream, &p, &plan90);
+    snprintf(what, sizeof(what), "%s", plan90.name);
+  } else if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
     st = gp__attn_sm80_launch(stream, &p, &plan);
-    snprintf(what, sizeof(what), "%s", plan.name);
+    snprintf(what, sizeof(what), "%s%s%s", plan.name, why90[0] ? "; " : "", why90);
   } else {
     const bool given = kernel != NULL;
     if (kernel == NULL) kernel = GP_KERNEL_REF(gp__attention_fwd_tiled);
@@ -285,11 +291,12 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
     st = launch_portable(stream, &p, kernel, what, sizeof(what));
 #else
     const char *e = getenv(GP__ATTN_ENV);
-    if (given || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0))) {
+    if (given || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 ||
+                                strcmp(e, "sm90a") == 0))) {
       st = launch_portable(stream, &p, kernel, what, sizeof(what));
     } else {
       if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80' or 'host': using the host "
+        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'sm90a' or 'host': using the host "
                  "implementation", GP__ATTN_ENV, e);
       st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
     }
@@ -507,7 +514,8 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
     st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
 #else
     const char *e = getenv(GP__ATTN_ENV);
-    if (kernels != NULL || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0))) {
+    if (kernels != NULL || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 ||
+                                          strcmp(e, "sm90a") == 0))) {
       st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
     } else {
       if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)

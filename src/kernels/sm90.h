@@ -9,6 +9,11 @@
  *   groups 1 and 2 consume, each owning 64 rows of the tile through m64n128k16 wgmmas
  *   (64 f32 accumulators per thread); a 4-stage ring of A and B tiles with 128-byte
  *   swizzle (32 KiB per stage) guarded by full and empty mbarriers; a persistent grid.
+ * Attention forward (cuda/attention_sm90.cu, gp__attention_fwd_sm90_{f16,bf16}_d{64,128}):
+ *   128 query rows per block; 384 threads: a producer warp loads K and V tiles of 128
+ *   keys (64 at head_dim 128) with TMA into a 2-stage ring, two consumer warpgroups of 64 query rows each run
+ *   S = Q K^T (m64nBNk16) and O += P V (m64nDk16) on wgmma, P passing through shared
+ *   memory; Q, K, V and P tiles with 128-byte swizzle.
  */
 #ifndef GP_KERNELS_SM90_H
 #define GP_KERNELS_SM90_H
@@ -28,6 +33,22 @@
  * shared memory: the stages, 1 KiB to align them to the swizzle atom, the barriers. */
 #define GP__SM90_GEMM_STAGE_BYTES (2 * (GP__SM90_GEMM_BM + GP__SM90_GEMM_BN) * GP__SM90_GEMM_BK)
 #define GP__SM90_GEMM_SMEM (GP__SM90_GEMM_STAGES * GP__SM90_GEMM_STAGE_BYTES + 1024 + 128)
+
+#define GP__SM90_ATTN_BM 128 /* query rows per block (two warpgroups of 64) */
+/* keys per step: 128, and 64 at head_dim 128 (shared memory within 160 KiB, the cpu
+ * device's limit as well as the GPUs') */
+#define GP__SM90_ATTN_BN(d) ((d) <= 64 ? 128 : 64)
+#define GP__SM90_ATTN_STAGES 2
+#define GP__SM90_ATTN_THREADS 384
+/* Bytes of the K (or V) tile of one stage, of a warpgroup's Q tile and of its P tile. */
+#define GP__SM90_ATTN_KV_BYTES(d) (2 * GP__SM90_ATTN_BN(d) * (d))
+#define GP__SM90_ATTN_Q_BYTES(d) (2 * 64 * (d))
+#define GP__SM90_ATTN_P_BYTES(d) (2 * 64 * GP__SM90_ATTN_BN(d))
+/* Dynamic shared memory: the stages (K and V), Q and P of both consumer warpgroups, 1 KiB
+ * to align to the swizzle atom, the barriers. */
+#define GP__SM90_ATTN_SMEM(d)                                                                          \
+  (GP__SM90_ATTN_STAGES * 2 * GP__SM90_ATTN_KV_BYTES(d) + 2 * GP__SM90_ATTN_Q_BYTES(d) +                \
+   2 * GP__SM90_ATTN_P_BYTES(d) + 1024 + 128)
 
 #ifdef __cplusplus
 extern "C" {
