@@ -12,8 +12,10 @@
 #   on a GPU of compute capability 9.0, the gated sm_90a path (GP_ENABLE_SM90A=1):
 #   selftest, the sm_90a lane probe (test_nv_wgmma: wgmma, TMA, mbarrier against the
 #   layouts the emulation follows), the sm_90a GEMM shapes of test_gemm against the
-#   float64 reference and beside the sm_80 kernels (test_gemm's sm90a case), and
-#   bench gemm at 4096^3 and 8192^3 bf16 with the gate on and off;
+#   float64 reference and beside the sm_80 kernels (test_gemm's sm90a case), the sm_90a
+#   attention forward on test_attention's cases (its sm90a case), bench gemm at 4096^3
+#   and 8192^3 bf16 and bench attention (head_dim 128, seqlen 1k-16k, bf16) with the
+#   gate on and off;
 # writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the build
 # log to OUTDIR/build.txt, the sm_80 kernels' static facts to OUTDIR/sm80-facts.txt, SASS
 # instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt when cuobjdump exists, and one line
@@ -142,13 +144,21 @@ if [ "$cc" = "9.0" ]; then
     GP_ENABLE_SM90A=1 && step "bench-gemm-sm90a-$n" json bench gemm --m $n --n $n --k $n --dtype bf16 --json
     GP_ENABLE_SM90A=0 && step "bench-gemm-sm80-$n" json bench gemm --m $n --n $n --k $n --dtype bf16 --json
   done
+  for sl in 1024 4096 16384; do
+    b=$((16384 / sl))
+    for c in 0 1; do
+      args="bench attention --batch $b --seqlen $sl --heads 16 --kv-heads 16 --head-dim 128 --causal $c --dtype bf16 --json"
+      GP_ENABLE_SM90A=1 && step "bench-attention-sm90a-$sl-c$c" json $args
+      GP_ENABLE_SM90A=0 && step "bench-attention-sm80-$sl-c$c" json $args
+    done
+  done
   GP_ENABLE_SM90A=1
   if pkg-config --exists check 2>/dev/null; then
-    for t in test_nv_wgmma test_gemm; do
+    for t in test_nv_wgmma test_gemm test_attention; do
       start=$(date +%s)
       # shellcheck disable=SC2086
       if make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} build/cuda/test/$t >> "$OUT/build.txt" 2>&1; then
-        if [ $t = test_gemm ]; then
+        if [ $t != test_nv_wgmma ]; then
           CK_FORK=no CK_RUN_CASE=sm90a timeout "$STEP_TIMEOUT" build/cuda/test/$t > "$OUT/sm90a-$t.txt" 2>&1
         else
           CK_FORK=no timeout "$STEP_TIMEOUT" build/cuda/test/$t > "$OUT/sm90a-$t.txt" 2>&1
