@@ -13,6 +13,7 @@
 #include <string.h>
 #include <gpuport.h>
 #include "internal.h"
+#include "check_util.h"
 
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
 #include "gpu/gpu.h"
@@ -292,10 +293,4 @@ static Suite *suite(void) {
 }
 #endif
 
-int main(void) {
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+CHECK_MAIN(suite)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <gpuport.h>
 
+#include "check_util.h"
 #include "ref.h"
 
 #if !defined(GP_BUILD_HIP)
@@ -29,13 +30,6 @@ GP_KERNEL_DECLARE(kt_nv_cp_async);
 GP_KERNEL_DECLARE(kt_nv_misaligned);
 
 static uint64_t g_seed;
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
 
 static void *upload(const void *h, size_t bytes) {
   void *d = NULL;
@@ -332,23 +326,8 @@ static Suite *nv_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_nv_mma: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(nv_suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    srunner_set_fork_status(sr, CK_NOFORK);
-    int n = 0;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
-      printf("test_nv_mma: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_nv_mma", (unsigned long long)g_seed);
+  return run_suite("test_nv_mma", nv_suite());
 }
 
 #else /* HIP: the wrappers are NVIDIA-only */
