@@ -154,7 +154,7 @@ END_TEST
 /* ---- with the runtime itself --------------------------------------------------- */
 
 /* True when a device answers; otherwise says why the test is skipped. */
-static bool have_device(const char *test) {
+static bool device_or_skip(const char *test) {
   int n = -1;
   gp_status_t s = gp_device_count(&n);
   if (s == GP_SUCCESS && n > 0) return true;
@@ -183,7 +183,7 @@ START_TEST(test_no_device_or_count) {
 END_TEST
 
 START_TEST(test_props) {
-  if (!have_device("test_props")) return;
+  if (!device_or_skip("test_props")) return;
   gp_device_props_t p;
   gp_device_props_init(&p);
   ck_assert_int_eq(gp_device_get_props(&p, 0), GP_SUCCESS);
@@ -201,7 +201,7 @@ END_TEST
 static void set_flag(void *user) { *(int *)user = 1; }
 
 START_TEST(test_round_trip) {
-  if (!have_device("test_round_trip")) return;
+  if (!device_or_skip("test_round_trip")) return;
   ck_assert_int_eq(gp_device_set(0), GP_SUCCESS);
   enum { N = 1 << 16 };
   uint32_t *d = NULL, *h = malloc(N * sizeof(uint32_t));
