@@ -3,7 +3,8 @@
 #
 # For a machine with a GPU and the CUDA toolkit: builds the cuda library and tool (no
 # test suites), then runs
-#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json,
+#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json
+#   (gemm beside cuBLAS, also f32 with --tf32),
 #   bench attention --backward --json, bench allreduce --check --json (NCCL: the
 #   system's, or the Python environment's)
 #   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
@@ -91,6 +92,7 @@ note "nccl: ${GP_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
 step info json info --json
 step selftest txt selftest
 step bench-gemm json bench gemm --json
+step bench-gemm-tf32 json bench gemm --tf32 --m 8192 --n 8192 --k 8192 --json
 step bench-attention json bench attention --json
 step bench-attention-bwd json bench attention --backward --json
 step bench-memcpy json bench memcpy --json
