@@ -72,10 +72,20 @@ enum {
   GP_NV_SWIZZLE_128B = 128 /**< 128-byte swizzle (atom: 8 rows of 128 bytes) */
 };
 
+/** @cond GP_INTERNAL */
+/* CUDA wants a tensor map 64-byte aligned (the driver writes it, TMA reads it); the CPU
+ * executor keeps kernel arguments 16-byte aligned, which is all the emulation needs. */
+#if defined(GP_BUILD_CPU)
+#define GP__NV_TMAP_ALIGN 16
+#else
+#define GP__NV_TMAP_ALIGN 64
+#endif
+/** @endcond */
+
 /** @brief A TMA tensor map: the driver's opaque 128-byte CUtensorMap on CUDA, the
  *         emulation's description on the CPU. Encoded on the host, passed to a kernel
  *         by value as a `const __grid_constant__` parameter. */
-typedef struct __attribute__((aligned(64))) gp_nv_tensor_map {
+typedef struct __attribute__((aligned(GP__NV_TMAP_ALIGN))) gp_nv_tensor_map {
   uint64_t opaque[16]; /**< not to be read or written by users */
 } gp_nv_tensor_map_t;
 
