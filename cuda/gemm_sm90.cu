@@ -21,9 +21,10 @@
  *    issues) loads each k-step's A and B tiles with TMA into the next ring stage after
  *    the stage's "empty" barrier completes, announcing the bytes on its "full" barrier;
  *    warps 1-3 exit at once (setmaxnreg hands registers to the consumers). Warpgroups 1
- *    and 2 consume: each waits for a stage's "full" barrier, runs 4 m64n128k16 wgmmas on
- *    its 64 rows of the 128 x 128 tile, waits for them, and lane 0 of each warp arrives
- *    on the stage's "empty" barrier (8 arrivals free it).
+ *    and 2 consume: each waits for a stage's "full" barrier, issues 4 m64n128k16 wgmmas
+ *    on its 64 rows of the 128 x 128 tile as one group, then waits for the previous
+ *    group only (one group stays in flight) and frees the previous stage: lane 0 of each
+ *    warp arrives on its "empty" barrier (8 arrivals free it).
  *  - shared memory: 4 stages of A (128 x 64) and B (128 x 64), 128-byte swizzle, 1024-byte
  *    aligned. An operand contiguous along k (A transposed, B not) is one K-major box of
  *    128 rows of 64 k; an operand contiguous along m or n is two MN-major boxes of 64 k

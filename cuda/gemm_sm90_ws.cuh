@@ -71,9 +71,12 @@ GP_KERNEL void __launch_bounds__(GP__SM90_GEMM_THREADS, 1)
         gp_nv_wgmma(&wst, acc, 128, da, db, 1, !GEMM_TA, GEMM_TB, GEMM_BF16);
       }
       gp_nv_wgmma_commit(&wst);
-      gp_nv_wgmma_wait(&wst, 0);
-      if (lane == 0) gp_nv_mbarrier_arrive(&empty[s]);
+      /* keep this k-step's wgmmas in flight; the previous step's are done: free its stage */
+      gp_nv_wgmma_wait(&wst, 1);
+      if (kt > 0 && lane == 0) gp_nv_mbarrier_arrive(&empty[(it + STAGES - 1) % STAGES]);
     }
+    gp_nv_wgmma_wait(&wst, 0);
+    if (ktiles > 0 && lane == 0) gp_nv_mbarrier_arrive(&empty[(it + STAGES - 1) % STAGES]);
     void *c = (void *)gemm_offset(p.c, p.c_type, z * p.stride_c);
     const int64_t r0 = tm * BM + 64 * cw + 16 * w4 + g, c0 = tn * BN + 2 * q;
     SM90_UNROLL for (int i = 0; i < 64; i++) {
