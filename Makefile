@@ -77,6 +77,12 @@ TEST_HELPER_SRC := $(filter-out $(TEST_SRC),$(wildcard test/*.c))
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_KERNEL_SRC := $(wildcard examples/*.cu)
 
+# The cpu backend builds every dialect source twice: at warp width 32 and, with
+# descriptors suffixed _w64, at 64 (docs/LAUNCH_ABI.md), so tests run every kernel at
+# both widths and GP_CPU_WARP_SIZE=64 runs a whole program at 64.
+W64_FLAGS := -DGP_WARP_SIZE=64 -DGP_KERNEL_SUFFIX=_w64
+w64 = $(if $(filter cpu,$(1)),$(2:%.cu=build/$(1)$(3)/%.w64.cu.o))
+
 # ---- per-backend flags -----------------------------------------------------------
 CFLAGS_cpu := -DGP_BUILD_CPU $(OPENBLAS_CFLAGS)
 LIBS_cpu := $(OPENBLAS_LIBS) -lstdc++ -ldl -lm -pthread
@@ -98,7 +104,7 @@ define BACKEND_RULES
 B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
-  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
+  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
   $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
@@ -113,6 +119,10 @@ build/$(1)$(2)/%.o: %.S
 build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
+
+build/$(1)$(2)/%.w64.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3) $$(W64_FLAGS) -c $$< -o $$@
 
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
@@ -148,7 +158,7 @@ bin/gpuport: bin/gpuport-$(BACKEND)
 # $(1) backend, $(2) variant, $(3) extra flags
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
-TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
+TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(TEST_KERNEL_SRC),$(2))
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
 build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
@@ -161,7 +171,7 @@ $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 
 # ---- examples ----------------------------------------------------------------------
 define EXAMPLE_RULES
-EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o)
+EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o) $$(call w64,$(1),$$(EXAMPLE_KERNEL_SRC),)
 EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
 bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)

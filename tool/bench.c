@@ -1,5 +1,6 @@
 /*
- * bench.c - `gpuport bench gemm|attention|memcpy`: throughput at model shapes.
+ * bench.c - `gpuport bench gemm|attention|memcpy|launch`: throughput at model shapes, and
+ * (tool/bench_launch.c) what running a dialect kernel costs.
  *
  * Each figure is the median of --iters timed runs after --warmup untimed ones; every
  * run is bracketed by events on the stream that does the work, so host overhead
@@ -268,10 +269,16 @@ out:
   return rc;
 }
 
+/* ---- launch (tool/bench_launch.c) --------------------------------------------------------- */
+
+static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
+  return tool_bench_launch(o->iters, o->warmup, o->json, s);
+}
+
 /* ---- command line ----------------------------------------------------------------------- */
 
 static const char bench_usage[] =
-    "usage: gpuport bench gemm|attention|memcpy [options]\n"
+    "usage: gpuport bench gemm|attention|memcpy|launch [options]\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
@@ -279,7 +286,10 @@ static const char bench_usage[] =
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
-    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n";
+    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
+    "  launch:    dialect kernels against plain C loops over the same arrays: vector add and\n"
+    "             fma + erf-GELU over 2^24 floats, a shuffle/shared-memory reduction, the cost\n"
+    "             of __syncthreads (256 and 1024 threads), empty-kernel latency\n";
 
 int tool_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
@@ -311,6 +321,7 @@ int tool_bench(int argc, char **argv) {
   int (*fn)(const bench_opts_t *, gp_stream_t) = !strcmp(what, "gemm")        ? bench_gemm
                                                  : !strcmp(what, "attention") ? bench_attention
                                                  : !strcmp(what, "memcpy")    ? bench_memcpy
+                                                 : !strcmp(what, "launch")    ? bench_launch
                                                                               : NULL;
   if (!fn) {
     fprintf(stderr, "gpuport bench: unknown benchmark '%s'\n", what);

@@ -20,7 +20,7 @@ static const char usage[] =
     "  selftest [--seed N] [--json] [--quick] [--check NAME]\n"
     "                                      check every capability against a float64 reference\n"
     "                                      (GP_SELFTEST_INJECT=<check> corrupts that check's output)\n"
-    "  bench gemm|attention|memcpy [--json] [--iters N] [shape options]\n"
+    "  bench gemm|attention|memcpy|launch [--json] [--iters N] [shape options]\n"
     "                                      TFLOP/s or GB/s at model shapes (see 'gpuport bench --help')\n"
     "  demo                                one transformer block forward, timed and verified\n"
     "  version                             print the library version and backend\n"

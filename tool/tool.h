@@ -16,6 +16,8 @@ int tool_info(int argc, char **argv);
 int tool_selftest(int argc, char **argv);
 int tool_bench(int argc, char **argv);
 int tool_demo(int argc, char **argv);
+/* `gpuport bench launch` (tool/bench_launch.c), called by tool_bench with its options. */
+int tool_bench_launch(int64_t iters, int64_t warmup, bool json, gp_stream_t s);
 
 /* ---- checked calls ---------------------------------------------------------------- */
 /* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */
