@@ -2,7 +2,10 @@
 #   make                    build every backend whose toolchain is present (cpu always)
 #   make BACKEND=cpu|cuda|hip   build that backend only, and make it the default
 #   make test               run the Check suites on the default backend (1 and 4 CPU
-#                           devices), then again under ASan+UBSan (cpu backend)
+#                           devices) and the examples (cpu: at warp widths 32 and 64),
+#                           then the suites under ASan+UBSan (cpu backend), then the
+#                           porting test (cpu: test/port/check.sh)
+#   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -173,7 +176,7 @@ $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 define EXAMPLE_RULES
 EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o) $$(call w64,$(1),$$(EXAMPLE_KERNEL_SRC),)
 EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
-bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
+bin/examples-$(1)/%: examples/%.c $$(wildcard examples/*.h) $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
 examples-$(1): $$(EX_BIN_$(1))
@@ -184,8 +187,15 @@ $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
 test: backend-$(BACKEND) tests-cpu-san bin/gpuport
-	BACKEND=$(BACKEND) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
+	BACKEND=$(BACKEND) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	BACKEND=cpu SAN=1 sh test/run.sh build/cpu-san/test
+	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
+
+# The executor's suites under valgrind memcheck (fiber stacks are registered with it; it
+# runs the executor on one OS thread). Minutes long: not part of `make test`.
+VALGRIND ?= valgrind
+test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/test/test_kernel
+	for t in $^; do CK_TIMEOUT_MULTIPLIER=20 $(VALGRIND) -q --error-exitcode=99 $$t || exit 1; done
 
 check: test
 
@@ -205,6 +215,7 @@ install: all
 	  ln -sf libgpuport-$$b.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-$$b.so && \
 	  install -m 755 bin/gpuport-$$b $(DESTDIR)$(PREFIX)/bin/ || exit 1; \
 	done
+	install -m 755 tools/gpuport-port $(DESTDIR)$(PREFIX)/bin/
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
@@ -227,5 +238,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check install docs clean check-exports \
+.PHONY: all test check install docs clean check-exports test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

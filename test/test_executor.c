@@ -538,6 +538,12 @@ END_TEST
 #endif
 #endif
 
+#ifdef GP_BUILD_CPU
+/* The fault tests again with every kernel at width 64 (GP_CPU_WARP_SIZE=64 in the
+ * test's own process). */
+static void width64_setup(void) { setenv("GP_CPU_WARP_SIZE", "64", 1); }
+#endif
+
 static Suite *executor_suite(void) {
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("dialect");
@@ -559,6 +565,18 @@ static Suite *executor_suite(void) {
   tcase_add_test(tf, asan_reports_kernel_line);
 #endif
   suite_add_tcase(s, tf);
+  if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
+    TCase *t64 = tcase_create("faults at width 64");
+    tcase_set_timeout(t64, 60);
+    tcase_add_checked_fixture(t64, width64_setup, NULL);
+    tcase_add_test(t64, stack_overflow_fails_launch);
+#if !defined(__SANITIZE_ADDRESS__)
+    tcase_add_test(t64, wild_pointer_fails_launch);
+#endif
+    tcase_add_test(t64, cooperative_blocks_progress_together);
+    tcase_add_test(t64, cooperative_limits);
+    suite_add_tcase(s, t64);
+  }
 #endif
   return s;
 }

@@ -8,6 +8,6 @@ SUDO=
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential pkg-config check libopenblas-dev libclang-rt-14-dev doxygen cmake \
+  build-essential pkg-config check libopenblas-dev libclang-rt-14-dev doxygen cmake valgrind \
   ${GP_SETUP_EXTRA:-} >/dev/null
 echo "gpuport: build dependencies installed"

@@ -33,10 +33,26 @@
  *   `printf`, `assert`, `__trap()`, `__restrict__`, `__forceinline__`,
  *   `__launch_bounds__`.
  * - Shared memory: `GP_SHARED(type, name, dims)` and `GP_DYNAMIC_SHARED(type, name)`.
+ * - Device variables: `__constant__` and `__device__` variables, named from host code
+ *   through `GP_SYMBOL_EXPORT(name)` (gp_memcpy_to_symbol(), gp_memcpy_from_symbol()).
  * - Warp operations whose width is `GP_WARP_SIZE`: `gp_lane_id`, `gp_warp_id`,
- *   `gp_shfl`, `gp_shfl_xor`, `gp_shfl_up`, `gp_shfl_down`, `gp_ballot`, `gp_any`,
- *   `gp_all`, `gp_syncwarp`, `gp_warp_reduce_sum/max/min`.
+ *   `gp_shfl`, `gp_shfl_xor`, `gp_shfl_up`, `gp_shfl_down` (each with an optional
+ *   `width`, a power of two), `gp_ballot` (64-bit `gp_lane_mask_t`), `gp_any`, `gp_all`,
+ *   `gp_syncwarp`, `gp_warp_reduce_sum/max/min`; their masked forms `gp_shfl_sync`,
+ *   `gp_shfl_xor_sync`, `gp_shfl_up_sync`, `gp_shfl_down_sync`, `gp_ballot_sync`,
+ *   `gp_any_sync`, `gp_all_sync`, `gp_syncwarp_mask`, and `gp_active_mask`,
+ *   `GP_FULL_MASK`. The maskless forms take every live lane (lanes that exited are
+ *   excused, as with CUDA's full mask); a masked form takes exactly the lanes of its
+ *   mask, each of which must call it with the same mask. CUDA's spellings
+ *   (`__shfl_sync`, `__ballot_sync`, `__syncwarp`, `__activemask`, ...) compile on every
+ *   target, with 64-bit masks on the CPU and HIP.
+ * - `gp_grid_sync()` in kernels launched with gp_launch_ex() and cooperative = 1.
+ * - Atomics on `gp_f16_t` and `gp_bf16_t`: `atomicAdd`, `atomicMax`, `atomicMin`,
+ *   `atomicExch` (one rounding to nearest even, as the GPUs' half atomics).
  * - Half conversions of gpuport/types.h (`gp_f16_from_f32`, ...).
+ * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
+ *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
+ *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
  *
  * CPU notes: a plain `__shared__` variable becomes a thread-local there (one copy per
  * OS worker, shared by the fibers of a block, kept from block to block), and
@@ -48,7 +64,10 @@
  * (which aborts the process); include it first. CUDA's `extern __shared__ T s[];`
  * does not compile there: use GP_DYNAMIC_SHARED. `GP_HOST_DEVICE` functions defined in
  * a dialect source should be `static`, so that a second build at another warp width
- * links. Warp operations always involve the whole warp (CUDA's full mask).
+ * links. On the CPU the executor runs every kernel it can at warp width 64 when
+ * `GP_CPU_WARP_SIZE=64` and the program also has the kernel's width-64 build
+ * (docs/LAUNCH_ABI.md); faults (trap, assert, divergent barriers, bad warp masks, stack
+ * overflow, wild pointers) fail the launch with GP_ERROR_LAUNCH_FAILED.
  *
  * Included from C (the CPU library itself), this header declares only the CPU
  * executor ABI (docs/LAUNCH_ABI.md).
@@ -876,6 +895,36 @@ GP__AT16(atomicExch, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, v)
 #undef GP__LOAD_WORD
 
 /* ---- host side: launching from a dialect source ------------------------------------ */
+/** @brief CUDA's dim3 (of a dialect source's host code) as a ::gp_dim3_t. */
+static inline gp_dim3_t gp_dim3_of(dim3 d) { return gp_dim3(d.x, d.y, d.z); }
+
+/**
+ * @brief cudaLaunchKernel's argument order with dim3 extents, for host code of a dialect
+ *        source (what gpuport-port writes for cudaLaunchKernel): gp_launch().
+ * @return as gp_launch().
+ */
+static inline gp_status_t gp_launch_dim3(gp_kernel_t kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+                                         gp_stream_t stream, void **args) {
+  return gp_launch(kernel, gp_dim3_of(grid), gp_dim3_of(block), dynamic_shared_bytes, stream, args);
+}
+
+/**
+ * @brief A cooperative launch (cudaLaunchCooperativeKernel) with dim3 extents, for host
+ *        code of a dialect source: gp_launch_ex() with cooperative = 1.
+ * @return as gp_launch_ex().
+ */
+static inline gp_status_t gp_launch_cooperative(gp_kernel_t kernel, dim3 grid, dim3 block,
+                                                size_t dynamic_shared_bytes, gp_stream_t stream, void **args) {
+  gp_launch_config_t c;
+  gp_launch_config_init(&c);
+  c.grid = gp_dim3_of(grid);
+  c.block = gp_dim3_of(block);
+  c.dynamic_shared_bytes = dynamic_shared_bytes;
+  c.stream = stream;
+  c.cooperative = 1;
+  return gp_launch_ex(kernel, &c, args);
+}
+
 /** @cond GP_INTERNAL */
 /* Host side of GP_LAUNCH: the arguments are converted to the kernel's parameter types
  * (as `<<<>>>` does), then passed by address. */

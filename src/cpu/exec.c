@@ -1079,7 +1079,7 @@ static bool same_signature(const struct gp_kernel_s *a, const struct gp_kernel_s
 }
 
 /* The build of k to run: its width-64 sibling when GP_CPU_WARP_SIZE=64 asks for one. */
-static const struct gp_kernel_s *kernel_for_width(const struct gp_kernel_s *k) {
+const struct gp_kernel_s *gp__cpu_kernel_for_width(const struct gp_kernel_s *k) {
   int ws = wanted_warp_size();
   if (k->warp_size == ws || ws != 64) return k;
   const struct gp_kernel_s *found = NULL;
@@ -1105,8 +1105,6 @@ static const struct gp_kernel_s *kernel_for_width(const struct gp_kernel_s *k) {
 }
 
 /* ---- entry point -------------------------------------------------------------------- */
-int gp__cpu_coop_max_blocks(void) { return gp__cpu_exec_threads(); }
-
 gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t dynamic_shared,
                               void **args, int device, unsigned flags) {
   if (!k || k->magic != GP_KERNEL_MAGIC || k->abi_version != GP_KERNEL_ABI_VERSION ||
@@ -1115,7 +1113,7 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
     return gp__error(GP_ERROR_INVALID_IMAGE, "gp_launch",
                      "kernel '%s' is not a CPU kernel of descriptor ABI version %u",
                      k && k->magic == GP_KERNEL_MAGIC && k->name ? k->name : "?", GP_KERNEL_ABI_VERSION);
-  k = kernel_for_width(k);
+  k = gp__cpu_kernel_for_width(k);
   uint64_t nthreads = (uint64_t)block.x * block.y * block.z;
   uint64_t nblocks = (uint64_t)grid.x * grid.y * grid.z;
   if (!nthreads || nthreads > MAXT || !nblocks || dynamic_shared > GP__CPU_SHARED_PER_BLOCK_OPTIN)
