@@ -17,16 +17,17 @@ static gp_status_t scan(int n, const float *in, float *out) {
   float *sums = NULL, *scanned = NULL;
   /* One float per warp of the block, for the narrowest warp (32 lanes). */
   size_t shared = (BLOCK / 32) * sizeof(float);
-  GP_CHECK(gp_malloc((void **)&sums, (size_t)blocks * sizeof(float)));
+  /* Stream-ordered temporaries: allocated and freed in the order of the launches. */
+  GP_CHECK(gp_malloc_async((void **)&sums, (size_t)blocks * sizeof(float), NULL));
   void *args[] = {&n, &in, &out, &sums};
   s = gp_launch(GP_KERNEL_REF(scan_blocks), gp_dim3((unsigned)blocks, 1, 1), gp_dim3(BLOCK, 1, 1), shared, NULL, args);
   if (s == GP_SUCCESS && blocks > 1) {
-    s = gp_malloc((void **)&scanned, (size_t)blocks * sizeof(float));
+    s = gp_malloc_async((void **)&scanned, (size_t)blocks * sizeof(float), NULL);
     if (s == GP_SUCCESS) s = scan(blocks, sums, scanned);
     void *add[] = {&n, &out, &scanned};
     if (s == GP_SUCCESS)
       s = gp_launch(GP_KERNEL_REF(add_offsets), gp_dim3((unsigned)blocks, 1, 1), gp_dim3(BLOCK, 1, 1), 0, NULL, add);
-    gp_free_async(scanned, NULL); /* freed once the stream is past the launches */
+    if (scanned) gp_free_async(scanned, NULL); /* freed once the stream is past the launches */
   }
   gp_free_async(sums, NULL);
   return s;
