@@ -26,6 +26,8 @@ GP_KERNEL_DECLARE(kt_syncwarp_order);
 GP_KERNEL_DECLARE(kt_active);
 GP_KERNEL_DECLARE(kt_warp_faults);
 #ifdef GP_BUILD_CPU
+GP_KERNEL_DECLARE(kt_two_exchanges);
+GP_KERNEL_DECLARE(kt_two_exchanges_w64);
 GP_KERNEL_DECLARE(kt_shfl_table_w64);
 GP_KERNEL_DECLARE(kt_exited_w64);
 GP_KERNEL_DECLARE(kt_subsets_w64);
@@ -319,6 +321,27 @@ START_TEST(active_mask_is_live_lanes) {
 }
 END_TEST
 
+#ifdef GP_BUILD_CPU
+/* The exchanges of two consecutive warp operations can be read together (the executor
+ * ABI's promise to code that reads gp__cpu_warp_sync's result directly). */
+START_TEST(two_consecutive_exchanges_readable) {
+  NEED_DEVICE();
+  gp_kernel_t ks[NBUILDS] = BUILDS(kt_two_exchanges);
+  int *out = dev_poisoned(TOTAL * sizeof(int)), h[TOTAL];
+  for (int b = 0; b < NBUILDS; b++) {
+    const int W = ks[b]->warp_size;
+    void *args[] = {&out};
+    launch(ks[b], args);
+    OK(gp_memcpy(h, out, sizeof h));
+    int want = 0;
+    for (int l = 0; l < W; l++) want += (l + 1) + (1000 + l);
+    for (int g = 0; g < TOTAL; g++) ck_assert_msg(h[g] == want, "width %d thread %d: %d, expected %d", W, g, h[g], want);
+  }
+  OK(gp_free(out));
+}
+END_TEST
+#endif
+
 /* ---- faults ---------------------------------------------------------------------------- */
 /* Runs kt_warp_faults in mode with kernel build k; returns the status and copies the
  * message. */
@@ -402,6 +425,9 @@ static Suite *warp_suite(void) {
   tcase_add_test(tc, masked_groups_complete_independently);
   tcase_add_test(tc, syncwarp_mask_orders_shared_memory);
   tcase_add_test(tc, active_mask_is_live_lanes);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(tc, two_consecutive_exchanges_readable);
+#endif
   suite_add_tcase(s, tc);
   TCase *tf = tcase_create("faults");
   tcase_set_timeout(tf, 60);

@@ -153,14 +153,15 @@ typedef struct worker {
   thr_t thr[MAXT];
   warp_t warps[MAXW];
   gp__fiber_t fib[MAXT];
-  /* warp operations: what each thread brought, its mask (masked forms), the exchange
-   * it holds; the exchange buffers (at most one held per thread) and their free list */
+  /* warp operations: what each thread brought, its mask (masked forms), the exchanges
+   * it holds (its last two, so that two consecutive results can be read together, as
+   * the ABI promises); the exchange buffers and their free list */
   uint64_t lane_val[MAXT];
   uint64_t lane_mask[MAXT];
-  uint16_t held[MAXT];
+  uint16_t held[MAXT][2];
   unsigned xb_used, xb_nfree;
-  uint16_t xb_free[MAXT];
-  xbuf_t xb[MAXT];
+  uint16_t xb_free[2 * MAXT];
+  xbuf_t xb[2 * MAXT];
 } worker_t;
 
 /* ---- statistics -------------------------------------------------------------------- */
@@ -648,18 +649,28 @@ static inline uint64_t lane_range(unsigned a, unsigned b) {
   return hi & ~lo;
 }
 
-/* Thread t is done with the exchange it holds (it arrived at its next warp operation,
- * or exited). */
+static inline void xbuf_unref(worker_t *w, unsigned h) {
+  if (h != NO_XBUF && --w->xb[h].refs == 0) w->xb_free[w->xb_nfree++] = (uint16_t)h;
+}
+
+/* Thread t arrives at a warp operation: it keeps its last exchange (readable until this
+ * operation completes, as with the former double buffering) and drops the one before. */
+static inline void xbuf_shift(worker_t *w, unsigned t) {
+  xbuf_unref(w, w->held[t][1]);
+  w->held[t][1] = w->held[t][0];
+  w->held[t][0] = NO_XBUF;
+}
+
+/* Thread t has exited: it holds nothing. */
 static inline void xbuf_release(worker_t *w, unsigned t) {
-  unsigned h = w->held[t];
-  if (h == NO_XBUF) return;
-  w->held[t] = NO_XBUF;
-  if (--w->xb[h].refs == 0) w->xb_free[w->xb_nfree++] = (uint16_t)h;
+  xbuf_unref(w, w->held[t][0]);
+  xbuf_unref(w, w->held[t][1]);
+  w->held[t][0] = w->held[t][1] = NO_XBUF;
 }
 
 /* Every lane of group g of warp wp has arrived: publish their values in a fresh
  * exchange, which each member holds, and wake the members other than self. A buffer
- * is always free: each thread holds at most one, and the members have released theirs. */
+ * is always free: each thread holds at most two, one of them released on arrival. */
 static gp__cpu_warp_xchg_t *warp_complete(worker_t *w, warp_t *wp, uint64_t g, unsigned self) {
   unsigned h = w->xb_nfree ? w->xb_free[--w->xb_nfree] : w->xb_used++;
   xbuf_t *b = &w->xb[h];
@@ -670,7 +681,7 @@ static gp__cpu_warp_xchg_t *warp_complete(worker_t *w, warp_t *wp, uint64_t g, u
   for (uint64_t m = g; m; m &= m - 1) {
     unsigned l = (unsigned)__builtin_ctzll(m), t = wp->base + l;
     b->x.val[l] = w->lane_val[t];
-    w->held[t] = (uint16_t)h;
+    w->held[t][0] = (uint16_t)h;
     if (t != self) {
       w->thr[t].state = T_READY;
       rq_push(w, t);
@@ -761,7 +772,7 @@ static void go_fibers(worker_t *w) {
     wp->live = lane_range(first - lo, hi - lo);
     wp->pending = wp->pend_full = 0;
   }
-  for (unsigned t = 0; t < n; t++) w->held[t] = NO_XBUF;
+  for (unsigned t = 0; t < n; t++) w->held[t][0] = w->held[t][1] = NO_XBUF;
   w->xb_used = w->xb_nfree = 0;
   w->st.blocks_fibered++;
 }
@@ -870,7 +881,7 @@ static const gp__cpu_warp_xchg_t *warp_wait(worker_t *w, unsigned t, const char 
   r->line = line;
   r->state = T_WAIT_WARP;
   wait_here(w, t);
-  return &w->xb[w->held[t]].x;
+  return &w->xb[w->held[t][0]].x;
 }
 
 GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file, int line) {
@@ -880,7 +891,7 @@ GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file
   unsigned t = c->tid;
   warp_t *wp = &w->warps[t / w->ws];
   uint64_t bit = (uint64_t)1 << (t - wp->base);
-  xbuf_release(w, t);
+  xbuf_shift(w, t);
   w->lane_val[t] = v;
   w->st.warp_ops++;
   wp->pending |= bit;
@@ -912,7 +923,7 @@ GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync_mask(uint64_t mask, uint64_t
                g >= w->ws ? "is beyond the warp width"
                           : (wp->base + g >= w->n ? "does not exist (a partial warp)" : "has exited"));
   }
-  xbuf_release(w, t);
+  xbuf_shift(w, t);
   w->lane_val[t] = v;
   w->lane_mask[t] = mask;
   w->st.warp_ops++;

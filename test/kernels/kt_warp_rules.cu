@@ -124,3 +124,18 @@ GP_KERNEL void kt_warp_faults(int mode, int *out) {
   out[g] = v >= 0;
 }
 GP_KERNEL_EXPORT(kt_warp_faults)
+
+#if defined(GP_TARGET_CPU)
+/* The executor ABI's promise to code that reads exchanges directly (matrix-instruction
+ * emulations): the results of two consecutive warp operations are readable together.
+ * out[g] = sum over the warp of (l + 1) from the first and (1000 + l) from the second. */
+GP_KERNEL void kt_two_exchanges(int *out) {
+  unsigned g = blockIdx.x * blockDim.x + threadIdx.x, l = gp_lane_id();
+  const gp__cpu_warp_xchg_t *a = gp__cpu_warp_sync(l + 1u, __FILE__, __LINE__);
+  const gp__cpu_warp_xchg_t *b = gp__cpu_warp_sync(1000u + l, __FILE__, __LINE__);
+  long long s = 0;
+  for (unsigned k = 0; k < GP_WARP_SIZE; k++) s += (long long)a->val[k] + (long long)b->val[k];
+  out[g] = (int)s;
+}
+GP_KERNEL_EXPORT(kt_two_exchanges)
+#endif
