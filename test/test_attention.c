@@ -7,8 +7,9 @@
  * every lse value, and that elements of o outside the output (stride gaps) are untouched.
  * On the cpu backend every case runs three ways: the host implementation, the portable
  * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
- * CUDA), and a width-64 build of the same kernel (as HIP runs it; test/kernels/
- * attention_w64.cu) through the internal gp__attention_fwd_kernel().
+ * CUDA), and a width-64 build of the same kernel (as HIP runs it; the Makefile's
+ * W64_FLAGS build of src/kernels/attention.cu) through the internal
+ * gp__attention_fwd_kernel().
  */
 #include <check.h>
 #include <math.h>

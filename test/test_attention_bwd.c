@@ -11,7 +11,8 @@
  * of each gradient's error, and that nothing outside the gradients was written. On the
  * cpu backend the implementations are the host one, the portable dialect kernels under
  * the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on CUDA) and a width-64
- * build of the same kernels (as HIP runs them; test/kernels/attention_bwd_w64.cu).
+ * build of the same kernels (as HIP runs them; the Makefile's W64_FLAGS build of
+ * src/kernels/attention_bwd.cu).
  * Deterministic mode runs twice and the two results must be equal bit for bit (the
  * host implementation's two runs use different thread counts).
  *

@@ -8,8 +8,9 @@
  * the start; GP_TEST_SEED=<seed> replays a run. On the cpu backend each result test
  * runs in three modes (loop index): 0 the default path (direct cblas_sgemm where it
  * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
- * kernel on the SIMT executor (GP_CPU_GEMM=portable); on GPU backends every mode runs
- * the GPU kernel.
+ * kernel on the SIMT executor (GP_CPU_GEMM=portable), also at warp width 64 (test case
+ * "portable at width 64": GP_CPU_WARP_SIZE=64 runs the kernel's width-64 build); on GPU
+ * backends every mode runs the GPU kernel.
  */
 #include <check.h>
 #include <math.h>
@@ -22,6 +23,11 @@
 #include "gemm.h"
 #include "ref.h"
 #include "ref_gemm.h"
+#ifdef GP_BUILD_CPU
+#include "cpu/exec.h"
+GP_KERNEL_DECLARE(gp__gemm_tiled);
+GP_KERNEL_DECLARE(gp__gemm_tiled_w64);
+#endif
 
 static uint64_t g_seed;
 
@@ -557,6 +563,17 @@ START_TEST(test_stream_order) {
 }
 END_TEST
 
+/* ---- the portable kernel at warp width 64 (cpu) ----------------------------------------- */
+#ifdef GP_BUILD_CPU
+static void width64_setup(void) { setenv("GP_CPU_WARP_SIZE", "64", 1); }
+
+START_TEST(test_width64_build_runs) {
+  ck_assert_int_eq(GP_KERNEL_REF(gp__gemm_tiled_w64)->warp_size, 64);
+  ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_tiled)), GP_KERNEL_REF(gp__gemm_tiled_w64));
+}
+END_TEST
+#endif
+
 /* ---- suite ------------------------------------------------------------------------------ */
 
 static Suite *gemm_suite(void) {
@@ -574,6 +591,19 @@ static Suite *gemm_suite(void) {
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
   suite_add_tcase(s, te);
+#ifdef GP_BUILD_CPU
+  /* Fork mode only: each test is a fresh process that reads GP_CPU_WARP_SIZE. */
+  if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
+    TCase *t64 = tcase_create("portable at width 64");
+    tcase_set_timeout(t64, 120);
+    tcase_add_checked_fixture(t64, width64_setup, NULL);
+    tcase_add_test(t64, test_width64_build_runs);
+    tcase_add_loop_test(t64, test_types_layouts_ops, MODE_PORTABLE, MODE_PORTABLE + 1);
+    tcase_add_loop_test(t64, test_epilogues, MODE_PORTABLE, MODE_PORTABLE + 1);
+    tcase_add_loop_test(t64, test_batched, MODE_PORTABLE, MODE_PORTABLE + 1);
+    suite_add_tcase(s, t64);
+  }
+#endif
   return s;
 }
 

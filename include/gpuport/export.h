@@ -20,6 +20,7 @@ typedef unsigned int uint32_t;
 typedef signed int int32_t;
 typedef unsigned long long uint64_t;
 typedef signed long long int64_t;
+typedef unsigned long long uintptr_t; /* 64-bit device addresses */
 #endif
 #ifndef INT32_MIN
 #define INT32_MIN (-2147483647 - 1)
