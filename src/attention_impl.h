@@ -9,6 +9,8 @@
 #ifndef GP_ATTENTION_IMPL_H
 #define GP_ATTENTION_IMPL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <gpuport/export.h>
 #include <gpuport/status.h>
@@ -56,7 +58,9 @@ static inline GP_HOST_DEVICE void gp__attn_key_range(int64_t i, int64_t sq, int6
 }
 
 /* Environment switch of the CPU backend: GP_CPU_ATTENTION=portable runs the portable
- * dialect kernel on the SIMT executor instead of the tiled host implementation. */
+ * dialect kernel on the SIMT executor instead of the tiled host implementation;
+ * GP_CPU_ATTENTION=sm80 runs the cuda/ sm_80 kernels there, their mma.sync, ldmatrix
+ * and cp.async emulated, with the portable kernel where they do not apply (as on a GPU). */
 #define GP__ATTN_ENV "GP_CPU_ATTENTION"
 
 /* Geometry of the portable kernel (src/kernels/attention.cu), shared with its launch:
@@ -117,6 +121,31 @@ typedef struct gp__attn_bwd_params {
   int deterministic;    /* split s accumulates dq into slice s alone, in key-block order */
 } gp__attn_bwd_params_t;
 
+/* One sequence of a backward call: its lengths, its first row in the tensors and its
+ * first row in the workspace arrays. A varlen sequence longer than seqlen_q / seqlen_k
+ * (a caller error the host implementation reports) is cut there, and one whose rows
+ * would leave the workspace is emptied, so every kernel's writes stay inside it. */
+typedef struct gp__attn_bwd_seq {
+  int64_t sq, sk, q0, k0, wq, wk;
+} gp__attn_bwd_seq_t;
+
+static inline GP_HOST_DEVICE gp__attn_bwd_seq_t gp__attn_bwd_sequence(const gp__attn_bwd_params_t *p,
+                                                                     int64_t b) {
+  gp__attn_bwd_seq_t s;
+  s.sq = p->f.seqlen_q, s.sk = p->f.seqlen_k, s.q0 = 0, s.k0 = 0;
+  s.wq = b * p->f.seqlen_q, s.wk = b * p->f.seqlen_k;
+  if (p->f.cu_q) {
+    s.q0 = p->f.cu_q[b], s.k0 = p->f.cu_k[b];
+    s.sq = p->f.cu_q[b + 1] - s.q0, s.sk = p->f.cu_k[b + 1] - s.k0;
+    s.wq = s.q0 - p->f.cu_q[0], s.wk = s.k0 - p->f.cu_k[0];
+    if (s.sq > p->f.seqlen_q) s.sq = p->f.seqlen_q;
+    if (s.sk > p->f.seqlen_k) s.sk = p->f.seqlen_k;
+    if (s.sq < 0 || s.wq < 0 || s.wq + s.sq > p->rows_q) s.sq = 0;
+    if (s.sk < 0 || s.wk < 0 || s.wk + s.sk > p->rows_k) s.sk = 0;
+  }
+  return s;
+}
+
 /* Deterministic mode's dq slices for a shape: enough (sequence, head, split) work for
  * GP__ATTN_BWD_SPLIT_TARGET parallel blocks, at most one per 64 keys. It depends on the
  * shape alone, so results do not depend on the device or the thread count. */
@@ -173,6 +202,32 @@ gp_status_t gp__attention_bwd_kernels(gp_stream_t stream, const gp_attention_des
                                       const void *d_o, void *dq, void *dk, void *dv,
                                       void *workspace, size_t workspace_bytes,
                                       const gp__attn_bwd_kernels_t *kernels);
+
+/* The sm_80 kernels (cuda/attention_sm80.cu, cuda/attention_bwd_sm80.cu;
+ * src/attention_sm80.c). */
+typedef struct gp__attn_sm80_plan {
+  gp_kernel_t kernel;
+  int bwd, bf16, dim_index;
+  unsigned blocks, threads; /* backward: blocks are set at launch, with the split */
+  size_t smem;     /* dynamic shared memory, bytes */
+  char name[192];  /* the kernel and its configuration, for the log line */
+} gp__attn_sm80_plan_t;
+/* The one place that decides whether an sm_80 kernel runs p (cuda: a device of compute
+ * capability 8.0 or above; cpu: GP_CPU_ATTENTION=sm80; hip: never) and which one. False
+ * when they do not apply; when they are enabled but p does not fit them, why receives
+ * the reason (for the log line). */
+bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
+                          size_t why_len);
+/* Launches the chosen forward kernel on the caller's (unresolved) stream. */
+gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
+                                 const gp__attn_sm80_plan_t *plan);
+/* The same choice for the backward's main kernel (the portable preprocess and
+ * postprocess kernels run around it; its key blocks are GP__SM80_BWD_BN keys). */
+bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
+                              char *why, size_t why_len);
+/* Launches it with blocks = nsplit * batch * heads_q blocks (bp->nsplit set). */
+gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
+                                     const gp__attn_sm80_plan_t *plan, int64_t blocks);
 
 #ifdef __cplusplus
 }

@@ -120,7 +120,8 @@ void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void
 /* Live handles (streams, events, ...) are kept in a set, so a destroyed or foreign
  * handle is detected without reading freed memory. */
 typedef enum gp__handle_kind {
-  GP__H_STREAM = 1, GP__H_EVENT = 2, GP__H_GRAPH = 3, GP__H_GRAPH_EXEC = 4, GP__H_MODULE = 5
+  GP__H_STREAM = 1, GP__H_EVENT = 2, GP__H_GRAPH = 3, GP__H_GRAPH_EXEC = 4, GP__H_MODULE = 5,
+  GP__H_COMM = 6
 } gp__handle_kind_t;
 gp_status_t gp__handle_add(const void *h, gp__handle_kind_t kind);
 bool gp__handle_remove(const void *h, gp__handle_kind_t kind);

@@ -7,9 +7,12 @@
  * every lse value, and that elements of o outside the output (stride gaps) are untouched.
  * On the cpu backend every case runs three ways: the host implementation, the portable
  * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
- * CUDA), and a width-64 build of the same kernel (as HIP runs it; the Makefile's
- * W64_FLAGS build of src/kernels/attention.cu) through the internal
- * gp__attention_fwd_kernel().
+ * CUDA), a width-64 build of the same kernel (as HIP runs it; the Makefile's W64_FLAGS
+ * build of src/kernels/attention.cu) through the internal gp__attention_fwd_kernel(), and
+ * the cuda/ sm_80 kernels with their mma.sync, ldmatrix and cp.async emulated
+ * (GP_CPU_ATTENTION=sm80, warp width 32 only: they are NVIDIA kernels; cases they do not
+ * take run the portable kernel there, as on a GPU). Every head_dim the sm_80 kernels have
+ * (32, 64, 96, 128, 256) appears in f16 or bf16 cases below.
  */
 #include <check.h>
 #include <math.h>
@@ -27,8 +30,8 @@
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2 };
-static const char *const mode_names[] = {"host", "portable", "warp64"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80"};
 
 static uint64_t g_seed;
 
@@ -81,6 +84,11 @@ static const acase_t cases[] = {
     {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1},
     {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0},
     {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0},
+    {"bf16 d96 100x150 gqa causal", GP_BF16, 2, 100, 150, 4, 2, 96, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d96 70x70 window",       GP_F16,  1, 70,  70,  2, 2, 96,  0, 0, 20, 5,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -225,6 +233,8 @@ static void run_case(const acase_t *c, int mode) {
 
   if (mode == M_PORTABLE)
     setenv("GP_CPU_ATTENTION", "portable", 1);
+  else if (mode == M_SM80)
+    setenv("GP_CPU_ATTENTION", "sm80", 1);
   else
     unsetenv("GP_CPU_ATTENTION");
   gp_status_t st;
@@ -326,6 +336,60 @@ START_TEST(test_warp64) {
   run_case(&cases[_i], M_W64);
 }
 END_TEST
+
+/* The cuda/ sm_80 kernels under emulation (cpu backend; the cuda backend runs them by
+ * default). */
+START_TEST(test_sm80) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  run_case(&cases[_i], M_SM80);
+}
+END_TEST
+
+#if defined(GP_BUILD_CPU)
+/* The choice itself (src/attention_sm80.c): what the sm_80 kernels take, what they
+ * leave to the portable kernel, and the reason the INFO line gives. */
+START_TEST(test_sm80_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__attn_params_t p;
+  memset(&p, 0, sizeof p);
+  p.q = p.k = p.v = buf;
+  p.o = buf;
+  p.batch = 2, p.seqlen_q = 200, p.seqlen_k = 300, p.heads_q = 8, p.heads_kv = 2;
+  p.head_dim = p.head_dim_v = 128;
+  p.q_hs = p.k_hs = p.v_hs = 128;
+  p.q_ss = 8 * 128, p.k_ss = p.v_ss = 2 * 128;
+  p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * 2 * 128;
+  p.dtype = GP_BF16;
+  p.window_left = p.window_right = -1;
+  gp__attn_sm80_plan_t plan;
+  char why[128] = "";
+  unsetenv("GP_CPU_ATTENTION");
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  setenv("GP_CPU_ATTENTION", "sm80", 1);
+  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_bf16_d128");
+  ck_assert_uint_eq(plan.blocks, 4 * 8 * 2); /* 64-row tiles x heads x sequences */
+  ck_assert_uint_eq(plan.smem, 2u * (64u + 128u) * 136u);
+  p.head_dim = p.head_dim_v = 64, p.dtype = GP_F16;
+  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_f16_d64");
+  ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles */
+  p.head_dim = p.head_dim_v = 72;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim 72") != NULL, "%s", why);
+  p.head_dim = 64, p.head_dim_v = 32;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
+  p.head_dim_v = 64, p.k_ss = 2 * 64 + 4;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
+  p.k_ss = 2 * 64, p.dtype = GP_F32;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
+  unsetenv("GP_CPU_ATTENTION");
+}
+END_TEST
+#endif
 
 /* ---- argument checks -------------------------------------------------------------------- */
 
@@ -487,6 +551,13 @@ static Suite *attention_suite(void) {
   tc = tcase_create("warp64");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_warp64, 0, NCASES);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("sm80");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_sm80, 0, NCASES);
+#if defined(GP_BUILD_CPU)
+  tcase_add_test(tc, test_sm80_choice);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -12,7 +12,10 @@
  * cpu backend the implementations are the host one, the portable dialect kernels under
  * the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on CUDA) and a width-64
  * build of the same kernels (as HIP runs them; the Makefile's W64_FLAGS build of
- * src/kernels/attention_bwd.cu).
+ * src/kernels/attention_bwd.cu), and the cuda/ sm_80 main kernel between the portable
+ * pre- and postprocess kernels with its mma.sync, ldmatrix and cp.async emulated
+ * (GP_CPU_ATTENTION=sm80, warp width 32 only: an NVIDIA kernel; cases it does not take
+ * run the portable kernels there, as on a GPU).
  * Deterministic mode runs twice and the two results must be equal bit for bit (the
  * host implementation's two runs use different thread counts).
  *
@@ -40,8 +43,8 @@ GP_KERNEL_DECLARE(gp__attention_bwd_dq_w64);
 GP_KERNEL_DECLARE(gp__attention_bwd_dkv_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2 };
-static const char *const mode_names[] = {"host", "portable", "warp64"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80"};
 
 static uint64_t g_seed;
 
@@ -160,8 +163,11 @@ static void geom_init(geom_t *g, const bcase_t *c) {
       g->tq = dense(rq, c->hq, c->d), g->tk = dense(rk, c->hkv, c->d);
       g->tv = dense(rk, c->hkv, g->dv), g->to = dense(rq, c->hq, g->dv);
     }
-    g->k_off = span(&g->tq, g->nb, rq, c->hq, c->d) + 3; /* a gap between tensors */
-    g->v_off = g->k_off + span(&g->tk, g->nb, rk, c->hkv, c->d) + 3;
+    /* A gap of 3 to 10 elements between tensors, each starting 16-byte aligned (as the
+     * sm_80 kernels' copies need; the other layouts and the forward's tests cover the
+     * fallback of unaligned tensors to the portable kernels). */
+    g->k_off = (span(&g->tq, g->nb, rq, c->hq, c->d) + 3 + 7) / 8 * 8;
+    g->v_off = (g->k_off + span(&g->tk, g->nb, rk, c->hkv, c->d) + 3 + 7) / 8 * 8;
     g->nin = g->v_off + span(&g->tv, g->nb, rk, c->hkv, g->dv);
   }
   g->no = span(&g->to, g->nb, rq, c->hq, g->dv);
@@ -308,6 +314,8 @@ static void run_bwd(run_t *r, int mode, int det) {
   void *dv = (char *)r->dgrad + r->g.v_off * r->es;
   if (mode == M_PORTABLE)
     setenv("GP_CPU_ATTENTION", "portable", 1);
+  else if (mode == M_SM80)
+    setenv("GP_CPU_ATTENTION", "sm80", 1);
   else
     unsetenv("GP_CPU_ATTENTION");
   gp_status_t st;
@@ -411,7 +419,7 @@ START_TEST(test_case) {
   run_t r;
   setup(&r, c);
   const int cpu = gp_backend() == GP_BACKEND_CPU;
-  for (int mode = M_DEFAULT; mode <= M_W64; mode++) {
+  for (int mode = M_DEFAULT; mode <= M_SM80; mode++) {
     if (mode != M_DEFAULT && (!cpu || !c->portable)) continue;
     run_bwd(&r, mode, 0);
     check_grads(&r, mode_names[mode]);
@@ -419,6 +427,7 @@ START_TEST(test_case) {
   if (c->det) {
     check_deterministic(&r, M_DEFAULT);
     if (cpu && c->portable) check_deterministic(&r, M_PORTABLE);
+    if (cpu && c->portable) check_deterministic(&r, M_SM80);
   }
   teardown(&r);
 }

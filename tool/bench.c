@@ -353,6 +353,8 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
 
 static const char bench_usage[] =
     "usage: gpuport bench gemm|attention|memcpy|launch|embed [options]\n"
+    "       gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast [options]\n"
+    "             (collectives, nccl-tests' sizes and bandwidths: gpuport bench allreduce --help)\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
@@ -376,6 +378,8 @@ int tool_bench(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "embed")) return tool_bench_embed(argc, argv);
+  int crc = tool_bench_comm(argc, argv);
+  if (crc >= 0) return crc;
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, 0, NULL};
   const char *what = argv[1];

@@ -22,6 +22,8 @@ static const char usage[] =
     "                                      (GP_SELFTEST_INJECT=<check> corrupts that check's output)\n"
     "  bench gemm|attention|memcpy|launch|embed [--json] [--iters N] [shape options] [--backward]\n"
     "                                      TFLOP/s or GB/s at model shapes (see 'gpuport bench --help')\n"
+    "  bench allreduce|allgather|reducescatter|alltoall|broadcast [--check] [--json] [...]\n"
+    "                                      collectives over every device, as nccl-tests\n"
     "  demo                                one transformer block forward, timed and verified\n"
     "  embed [--bf16] [--json] SENTENCE... all-MiniLM-L6-v2 sentence embeddings and cosine\n"
     "                                      similarities (needs `make model`; see 'gpuport embed --help')\n"

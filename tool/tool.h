@@ -21,6 +21,10 @@ int tool_bench_embed(int argc, char **argv); /* embed.c: `bench embed` (argv[1] 
 /* `gpuport bench launch` (tool/bench_launch.c), called by tool_bench with its options;
  * kernels: the length of the chain replayed as a graph. */
 int tool_bench_launch(int64_t iters, int64_t warmup, bool json, int64_t kernels, gp_stream_t s);
+/* `gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast`: argv[1] names the
+ * collective; returns -1 when it names none of them (another benchmark). */
+int tool_bench_comm(int argc, char **argv);
+const char *gp_reduce_op_name_tool(gp_reduce_op_t op);
 
 /* ---- checked calls ---------------------------------------------------------------- */
 /* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */

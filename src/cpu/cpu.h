@@ -36,6 +36,10 @@ void gp__cpu_device_release_handles(int dev);
  * fork handlers and the thread-exit hook of per-thread default streams. */
 void gp__cpu_streams_init(int ndev);
 
+/* The device whose queue a checked stream feeds (the current device for the default
+ * streams): collectives need their communicator's device. */
+int gp__cpu_stream_device(gp_stream_t stream);
+
 /* Frees device or managed memory from gp__be_malloc*, updating the device's accounting;
  * usable from a stream worker (stream-ordered free). */
 void gp__cpu_device_free(void *ptr);

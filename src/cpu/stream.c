@@ -1137,6 +1137,11 @@ gp_status_t gp__be_enqueue_host_work(gp_stream_t stream, gp__host_work_fn fn, vo
   return st;
 }
 
+int gp__cpu_stream_device(gp_stream_t h) {
+  if (h == NULL || h == GP_STREAM_LEGACY || h == GP_STREAM_PER_THREAD) return gp__current_device();
+  return h->kind == S_WRAPPER ? h->target->device : h->device;
+}
+
 void *gp__be_stream_native(gp_stream_t s) {
   if (s == NULL || s == GP_STREAM_LEGACY || s == GP_STREAM_PER_THREAD) return s;
   return s->kind == S_WRAPPER ? s->target : s;

@@ -78,34 +78,13 @@ GP_DEVICE void bwd_store(void *p, int64_t i, int dtype, float x) {
     ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
 }
 
-/* One sequence: lengths, first row in the tensors, first row in the workspace. */
-typedef struct bwd_seq {
-  int64_t sq, sk, q0, k0, wq, wk;
-} bwd_seq_t;
-
-GP_DEVICE bwd_seq_t bwd_sequence(const gp__attn_bwd_params_t *p, int64_t b) {
-  bwd_seq_t s;
-  s.sq = p->f.seqlen_q, s.sk = p->f.seqlen_k, s.q0 = 0, s.k0 = 0;
-  s.wq = b * p->f.seqlen_q, s.wk = b * p->f.seqlen_k;
-  if (p->f.cu_q) {
-    s.q0 = p->f.cu_q[b], s.k0 = p->f.cu_k[b];
-    s.sq = p->f.cu_q[b + 1] - s.q0, s.sk = p->f.cu_k[b + 1] - s.k0;
-    s.wq = s.q0 - p->f.cu_q[0], s.wk = s.k0 - p->f.cu_k[0];
-    if (s.sq > p->f.seqlen_q) s.sq = p->f.seqlen_q;
-    if (s.sk > p->f.seqlen_k) s.sk = p->f.seqlen_k;
-    if (s.sq < 0 || s.wq < 0 || s.wq + s.sq > p->rows_q) s.sq = 0;
-    if (s.sk < 0 || s.wk < 0 || s.wk + s.sk > p->rows_k) s.sk = 0;
-  }
-  return s;
-}
-
 GP_KERNEL void gp__attention_bwd_pre(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int warp = tid / GP_WARP_SIZE, lane = tid % GP_WARP_SIZE;
   const int64_t hq = p.f.heads_q, d = p.f.head_dim, dv = p.f.head_dim_v;
   const int64_t tiles = (p.f.seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = (blk / tiles) % hq, b = blk / tiles / hq;
-  const bwd_seq_t s = bwd_sequence(&p, b);
+  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
   const int64_t i0 = tile * GP__ATTN_KQ;
   if (i0 >= s.sq) return;
   const int rows = (int)(s.sq - i0 < GP__ATTN_KQ ? s.sq - i0 : GP__ATTN_KQ);
@@ -147,7 +126,7 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_main(gp__attn_bw
   const int64_t blk = (int64_t)blockIdx.x, nsplit = p.nsplit;
   const int64_t split = blk % nsplit, h = (blk / nsplit) % hq, b = blk / nsplit / hq;
   const int64_t hk = h / group;
-  const bwd_seq_t s = bwd_sequence(&p, b);
+  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
   const int64_t nkb = (s.sk + bk - 1) / bk;
   const int64_t es = p.f.dtype == GP_F32 ? 4 : 2;
   const char *qb = (const char *)p.f.q + b * p.f.q_bs * es;
@@ -270,7 +249,7 @@ GP_KERNEL void gp__attention_bwd_dq(gp__attn_bwd_params_t p) {
   const int64_t hq = p.f.heads_q, d = p.f.head_dim;
   const int64_t tiles = (p.f.seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = (blk / tiles) % hq, b = blk / tiles / hq;
-  const bwd_seq_t s = bwd_sequence(&p, b);
+  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
   const int64_t i0 = tile * GP__ATTN_KQ;
   if (i0 >= s.sq) return;
   const int64_t rows = s.sq - i0 < GP__ATTN_KQ ? s.sq - i0 : GP__ATTN_KQ;
@@ -291,7 +270,7 @@ GP_KERNEL void gp__attention_bwd_dkv(gp__attn_bwd_params_t p) {
   const int64_t d = p.f.head_dim, dv = p.f.head_dim_v;
   const int64_t tiles = (p.f.seqlen_k + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, hk = (blk / tiles) % hkv, b = blk / tiles / hkv;
-  const bwd_seq_t s = bwd_sequence(&p, b);
+  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
   const int64_t j0 = tile * GP__ATTN_KQ;
   if (j0 >= s.sk) return;
   const int64_t rows = s.sk - j0 < GP__ATTN_KQ ? s.sk - j0 : GP__ATTN_KQ;
