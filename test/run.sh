@@ -91,6 +91,13 @@ if [ $found -eq 0 ]; then
   echo "no test binaries in $dir" >&2
   failed=$((failed + 1))
 fi
+# Suites whose kernels have no width-64 test case of their own run once more with every
+# kernel at 64 (GP_CPU_WARP_SIZE=64: the width-64 builds, modules compiled at 64).
+if [ "$BACKEND" = cpu ] && [ "$SAN" != 1 ]; then
+  for name in test_graph test_module; do
+    if [ -x "$dir/$name" ]; then run "$name (warp width 64)" 1 env GP_CPU_WARP_SIZE=64 "$dir/$name"; fi
+  done
+fi
 
 if [ -n "$tool" ]; then
   if [ -x "$tool" ]; then

@@ -19,6 +19,7 @@
  */
 #include "cpu/exec.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -1072,7 +1073,7 @@ GP_API void gp__cpu_kernel_unregister(const struct gp_kernel_s *k) {
     if (__atomic_load_n(&g_kreg[i], __ATOMIC_ACQUIRE) == k) __atomic_store_n(&g_kreg[i], NULL, __ATOMIC_RELEASE);
 }
 
-static int wanted_warp_size(void) {
+int gp__cpu_warp_size(void) {
   static int cached;
   int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
   if (!v) {
@@ -1089,17 +1090,28 @@ static bool same_signature(const struct gp_kernel_s *a, const struct gp_kernel_s
   return true;
 }
 
-/* The build of k to run: its width-64 sibling when GP_CPU_WARP_SIZE=64 asks for one. */
+/* The loaded object (program or shared library) that holds address a; NULL if none. */
+static const void *object_of(const void *a) {
+  Dl_info info;
+  return dladdr(a, &info) ? info.dli_fbase : NULL;
+}
+
+/* The build of k to run: its width-64 sibling when GP_CPU_WARP_SIZE=64 asks for one. The
+ * sibling is built into the same object as k: a kernel of the same name elsewhere (a
+ * module compiled at run time, another library) is another kernel. */
 const struct gp_kernel_s *gp__cpu_kernel_for_width(const struct gp_kernel_s *k) {
-  int ws = wanted_warp_size();
+  int ws = gp__cpu_warp_size();
   if (k->warp_size == ws || ws != 64) return k;
   const struct gp_kernel_s *found = NULL;
+  const void *home = NULL;
   unsigned n = __atomic_load_n(&g_kreg_n, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n && i < KREG_MAX; i++) {
     const struct gp_kernel_s *r = __atomic_load_n(&g_kreg[i], __ATOMIC_ACQUIRE);
     if (!r || r == k || r->warp_size != ws || !r->name || !k->name || strcmp(r->name, k->name) != 0 ||
         !same_signature(r, k))
       continue;
+    if (!home) home = object_of(k);
+    if (!home || object_of(r) != home) continue;
     if (found && found->cpu_run_block != r->cpu_run_block) return k; /* two kernels of that name */
     found = r;
   }
