@@ -256,9 +256,11 @@ test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
 
 # The executor's suites under valgrind memcheck (fiber stacks are registered with it; it
-# runs the executor on one OS thread). Minutes long: not part of `make test`.
+# runs the executor on one OS thread), with the sm_80 instruction emulation that runs on
+# it (test_nv_mma). Minutes long: not part of `make test`.
 VALGRIND ?= valgrind
-test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/test/test_kernel
+test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/test/test_kernel \
+  build/cpu/test/test_nv_mma
 	for t in $^; do CK_TIMEOUT_MULTIPLIER=20 $(VALGRIND) -q --error-exitcode=99 $$t || exit 1; done
 
 check: test
