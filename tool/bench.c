@@ -9,11 +9,12 @@
  * between runs is not counted. GEMM and attention report TFLOP/s (attention counts
  * FlashAttention-2's 4 * batch * heads * seqlen_q * seqlen_k * head_dim, halved when
  * causal; the backward, timed alone after one forward, counts 2.5 times that, as
- * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
- * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
- * machine can do) and gpuport's ratio to it. launch (tool/bench_launch.c) is timed on the
- * host, from the first enqueue to the end of the stream synchronisation (launch cost is
- * host time).
+ * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). The
+ * GEMM table also shows an anchor on the same shape, what the machine can do, and
+ * gpuport's ratio to it: OpenBLAS cblas_sgemm on the CPU backend (host-timed), cuBLAS's
+ * cublasGemmEx on the cuda backend (anchor_blas.c: same stream, buffers and events).
+ * launch (tool/bench_launch.c) is timed on the host, from the first enqueue to the end of
+ * the stream synchronisation (launch cost is host time).
  */
 #include "tool.h"
 
@@ -25,6 +26,7 @@ typedef struct bench_opts {
   int64_t iters, warmup;
   bool json;
   int64_t m, n, k;                              /* gemm */
+  bool tf32;                                    /* gemm: f32 with GP_COMPUTE_TF32 */
   int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
   int64_t causal;                               /* -1: both */
   bool backward;                                /* attention: time gp_attention_bwd */
@@ -116,18 +118,25 @@ static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
   return s;
 }
 
+/* What the GEMM anchor of this backend is (the figures' right-hand column). */
+static const char *anchor_name(void) {
+  return gp_backend() == GP_BACKEND_CPU ? "OpenBLAS cblas_sgemm" : tool_vendor_gemm_name();
+}
+
 static void result(const bench_opts_t *o, const char *kind, const char *shape, const char *dtype,
                    double ms, const char *unit, double value, double anchor, double ratio) {
   if (o->json) {
     printf("%s\n    {\"bench\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"median_ms\": %.4f, "
            "\"%s\": %.4f",
            n_results ? "," : "", kind, shape, dtype, ms, unit, value);
-    if (anchor > 0) printf(", \"anchor_cblas_sgemm_tflops\": %.4f, \"ratio\": %.3f", anchor, ratio);
+    if (anchor > 0)
+      printf(", \"anchor\": \"%s\", \"anchor_tflops\": %.4f, \"ratio\": %.3f", anchor_name(), anchor,
+             ratio);
     printf("}");
   } else {
     printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
            !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
-    if (anchor > 0) printf("   anchor %.3f TFLOP/s, ratio %.2f", anchor, ratio);
+    if (anchor > 0) printf("   %s %.3f TFLOP/s, ratio %.2f", anchor_name(), anchor, ratio);
     printf("\n");
   }
   fflush(stdout);
@@ -139,13 +148,29 @@ static void result(const bench_opts_t *o, const char *kind, const char *shape, c
 typedef struct gemm_ctx {
   int64_t m, n, k;
   gp_dtype_t t;
+  bool tf32;
   void *a, *b, *c;
 } gemm_ctx_t;
 
 static gp_status_t run_gemm(void *p, gp_stream_t s) {
   gemm_ctx_t *g = p;
-  return gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, g->m, g->n, g->k, 1.0f, g->a, g->t, g->k, g->b,
-                 g->t, g->n, 0.0f, g->c, g->t, g->n);
+  if (!g->tf32)
+    return gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, g->m, g->n, g->k, 1.0f, g->a, g->t, g->k,
+                   g->b, g->t, g->n, 0.0f, g->c, g->t, g->n);
+  gp_gemm_desc_t d;
+  gp_gemm_desc_init(&d);
+  d.m = g->m, d.n = g->n, d.k = g->k;
+  d.a = g->a, d.a_type = g->t, d.lda = g->k;
+  d.b = g->b, d.b_type = g->t, d.ldb = g->n;
+  d.c = g->c, d.c_type = g->t, d.ldc = g->n;
+  d.compute = GP_COMPUTE_TF32;
+  return gp_gemm_ex(s, &d);
+}
+
+/* The same product through the vendor BLAS (anchor_blas.c). */
+static gp_status_t run_vendor_gemm(void *p, gp_stream_t s) {
+  gemm_ctx_t *g = p;
+  return tool_vendor_gemm(s, g->m, g->n, g->k, g->t, g->tf32, g->a, g->b, g->c);
 }
 
 /* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
@@ -170,12 +195,14 @@ static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t
 }
 
 static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
-  /* Llama-3-8B projections (tokens x out x in): attention 4096^3, MLP 2048x4096x14336
-   * on GPUs; on the CPU the same aspect at a quarter of each size. */
-  int64_t gpu[2][3] = {{4096, 4096, 4096}, {2048, 4096, 14336}};
+  /* GPUs: 4096^3 and 8192^3, then the Llama-3-8B projections for 4096 tokens (tokens x
+   * out x in): fused QKV (4096 + 2 x 1024 outputs), fused gate and up (2 x 14336), down.
+   * The CPU: 1024^3 and the down projection's aspect at a quarter of each size. */
+  int64_t gpu[5][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 6144, 4096},
+                       {4096, 28672, 4096}, {4096, 4096, 14336}};
   int64_t cpu[2][3] = {{1024, 1024, 1024}, {512, 1024, 3584}};
   int64_t (*shapes)[3] = gp_backend() == GP_BACKEND_CPU ? cpu : gpu, custom[1][3] = {{o->m, o->n, o->k}};
-  int nshapes = 2;
+  int nshapes = gp_backend() == GP_BACKEND_CPU ? 2 : 5;
   if (o->m || o->n || o->k) {
     if (!o->m || !o->n || !o->k) {
       fprintf(stderr, "gpuport bench gemm: give all of --m, --n, --k\n");
@@ -186,15 +213,19 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   gp_dtype_t types[2] = {GP_BF16, GP_F32};
   int ntypes = gp_backend() == GP_BACKEND_CPU ? 2 : 1;
   if (o->dtype) types[0] = parse_dtype(o->dtype), ntypes = 1;
+  if (o->tf32) types[0] = GP_F32, ntypes = 1;
+  const bool vendor = gp_backend() != GP_BACKEND_CPU && !tool_vendor_gemm_unavailable();
+  if (gp_backend() != GP_BACKEND_CPU && !vendor)
+    fprintf(stderr, "gpuport bench gemm: no vendor anchor: %s\n", tool_vendor_gemm_unavailable());
   int rc = 0;
   for (int i = 0; i < nshapes; i++) {
     int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
     size_t na, nb, nc;
     if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1))
       return 2;
-    double anchor = anchor_tflops(o, m, n, k);
+    double anchor = gp_backend() == GP_BACKEND_CPU ? anchor_tflops(o, m, n, k) : 0;
     for (int j = 0; j < ntypes; j++) {
-      gemm_ctx_t g = {m, n, k, types[j], NULL, NULL, NULL};
+      gemm_ctx_t g = {m, n, k, types[j], o->tf32, NULL, NULL, NULL};
       char shape[64];
       snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
       double ms = 0;
@@ -204,7 +235,13 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
       TOOL_TRY(gp_malloc(&g.c, nc));
       TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
       double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
-      result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, anchor, anchor > 0 ? tf / anchor : 0);
+      if (vendor) {
+        double vms = 0;
+        TOOL_TRY(time_runs(o, shape, run_vendor_gemm, &g, s, &vms));
+        anchor = 2e-9 * (double)m * (double)n * (double)k / vms;
+      }
+      result(o, "gemm", shape, g.tf32 ? "tf32" : gp_dtype_name(g.t), ms, "tflops", tf, anchor,
+             anchor > 0 ? tf / anchor : 0);
     out:
       gp_free(g.a), gp_free(g.b), gp_free(g.c);
       if (rc) return rc;
@@ -356,8 +393,11 @@ static const char bench_usage[] =
     "       gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast [options]\n"
     "             (collectives, nccl-tests' sizes and bandwidths: gpuport bench allreduce --help)\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
-    "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
-    "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
+    "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16 | --tf32   (row-major C = A B;\n"
+    "             --tf32: f32 inputs with GP_COMPUTE_TF32)\n"
+    "             default (GPU): bf16 at 4096^3, 8192^3 and the Llama-3-8B projections for\n"
+    "             4096 tokens (4096x6144x4096, 4096x28672x4096, 4096x4096x14336), beside\n"
+    "             cuBLAS on the cuda backend;\n"
     "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
@@ -381,13 +421,15 @@ int tool_bench(int argc, char **argv) {
   int crc = tool_bench_comm(argc, argv);
   if (crc >= 0) return crc;
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, 0, NULL};
+  bench_opts_t o = {.iters = cpu ? 5 : 20, .warmup = cpu ? 1 : 3, .causal = -1};
   const char *what = argv[1];
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       o.json = true;
     else if (!strcmp(argv[i], "--backward"))
       o.backward = true;
+    else if (!strcmp(argv[i], "--tf32"))
+      o.tf32 = true;
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       o.dtype = argv[++i];
     else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||
