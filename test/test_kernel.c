@@ -809,6 +809,9 @@ static Suite *kernel_suite(void) {
     tcase_add_test(t64, trap_fails_launch);
     tcase_add_test(t64, assert_fails_launch);
     tcase_add_test(t64, divergent_barrier_reported);
+#if defined(__SANITIZE_ADDRESS__)
+    tcase_add_exit_test(t64, shared_overflow_caught, 1);
+#endif
     suite_add_tcase(s, t64);
   }
 #endif
