@@ -11,10 +11,11 @@
  * of each gradient's error, and that nothing outside the gradients was written. On the
  * cpu backend the implementations are the host one, the portable dialect kernels under
  * the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on CUDA) and a width-64
- * build of the same kernels (as HIP runs them; test/kernels/attention_bwd_w64.cu), and
- * the cuda/ sm_80 main kernel between the portable pre- and postprocess kernels with its
- * mma.sync, ldmatrix and cp.async emulated (GP_CPU_ATTENTION=sm80; cases it does not
- * take run the portable kernels there, as on a GPU).
+ * build of the same kernels (as HIP runs them; the Makefile's W64_FLAGS build of
+ * src/kernels/attention_bwd.cu), and the cuda/ sm_80 main kernel between the portable
+ * pre- and postprocess kernels with its mma.sync, ldmatrix and cp.async emulated
+ * (GP_CPU_ATTENTION=sm80, warp width 32 only: an NVIDIA kernel; cases it does not take
+ * run the portable kernels there, as on a GPU).
  * Deterministic mode runs twice and the two results must be equal bit for bit (the
  * host implementation's two runs use different thread counts).
  *
