@@ -100,7 +100,7 @@ OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
   $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
-  $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
+  $(if $(filter hip cpu,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
 build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
@@ -208,6 +208,11 @@ docs:
 	doxygen docs/Doxyfile 2> build/docs/warnings.log; cat build/docs/warnings.log; \
 	  test ! -s build/docs/warnings.log
 
+# The AMD kernels (hip/*.cu) built for each HIP_ARCHS target: no scratch or VGPR spills
+# in hipcc's resource-usage remarks, v_mfma in every kernel's code (KERNELS.md).
+check-hip-kernels:
+	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh tools/hip-kernel-check.sh build/hip-check
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh tools/exports.sh $^
@@ -217,5 +222,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check install docs clean check-exports \
+.PHONY: all test check install docs clean check-exports check-hip-kernels \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

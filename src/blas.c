@@ -3,13 +3,16 @@
  * every backend), the reduction of a row-major call to the canonical column-major
  * problem (src/kernels/gemm_params.h), the INFO log line, and the dispatch:
  *   cpu backend:  OpenBLAS (src/cpu/gemm_cpu.c), or with GP_CPU_GEMM=portable the
- *                 dialect kernel on the SIMT executor;
- *   cuda, hip:    the portable dialect kernel (src/kernels/gemm.cu) through gp_launch.
+ *                 dialect kernel on the SIMT executor, or with GP_CPU_GEMM=mfma the AMD
+ *                 MFMA kernels (hip/gemm_mfma.cu) emulated at wave64, chosen as on hip;
+ *   cuda:         the portable dialect kernel (src/kernels/gemm.cu) through gp_launch;
+ *   hip:          the MFMA kernels, chosen by gp__gemm_amd_choose() (src/gemm_amd.c).
  *
  * GP_CPU_GEMM (cpu backend, read once): unset or "openblas" - OpenBLAS, the direct
  * cblas_sgemm for f32 and f32 tiles converted in scratch otherwise; "packed" - always
  * the tiled conversion path; "portable" - the dialect kernel on the executor, so the
- * kernel the GPUs run is tested on machines without one. Tests switch it in-process
+ * kernel the GPUs run is tested on machines without one; "mfma" - the hip backend's
+ * kernels under MFMA emulation. Tests switch it in-process
  * with gp__gemm_set_cpu_mode().
  *
  * GP_COMPUTE_TF32 allows, never requires, TF32 rounding: every path here computes exact
@@ -43,8 +46,10 @@ static void read_env_mode(void) {
     g_env_mode = GP__GEMM_CPU_PORTABLE;
   else if (strcmp(e, "packed") == 0)
     g_env_mode = GP__GEMM_CPU_PACKED;
+  else if (strcmp(e, "mfma") == 0)
+    g_env_mode = GP__GEMM_CPU_MFMA;
   else
-    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable: using openblas", e);
+    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable, mfma: using openblas", e);
 }
 
 gp__gemm_cpu_mode_t gp__gemm_cpu_mode(void) {
@@ -55,7 +60,7 @@ gp__gemm_cpu_mode_t gp__gemm_cpu_mode(void) {
 }
 
 void gp__gemm_set_cpu_mode(int mode) {
-  atomic_store_explicit(&g_mode_override, mode > (int)GP__GEMM_CPU_PORTABLE ? -1 : mode,
+  atomic_store_explicit(&g_mode_override, mode > (int)GP__GEMM_CPU_MFMA ? -1 : mode,
                         memory_order_relaxed);
 }
 
@@ -265,11 +270,16 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
   }
 
   const char *kernel;
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
+  gp_kernel_t amd_kernel = NULL;
+  (void)amd_kernel;
+#if defined(GP_BUILD_CUDA)
   kernel = gp__gemm_portable_kernel_name;
+#elif defined(GP_BUILD_HIP)
+  kernel = gp__gemm_amd_choose(&p, &amd_kernel);
 #else
   gp__gemm_cpu_mode_t mode = gp__gemm_cpu_mode();
   kernel = mode == GP__GEMM_CPU_PORTABLE ? gp__gemm_portable_kernel_name
+           : mode == GP__GEMM_CPU_MFMA   ? gp__gemm_amd_choose(&p, &amd_kernel)
                                          : gp__gemm_cpu_kernel_name(&p, mode);
 #endif
   GP__INFO(GP__SUB_GEMM,
@@ -283,11 +293,15 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
            epilogue_name(d->epilogue), has_bias ? " bias_type=" : "",
            has_bias ? gp_dtype_name(d->bias_type) : "", kernel);
 
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
+#if defined(GP_BUILD_CUDA)
   (void)resolved;
   return gp__gemm_launch_portable(stream, &p);
+#elif defined(GP_BUILD_HIP)
+  (void)resolved;
+  return gp__gemm_amd_launch(stream, &p);
 #else
   if (mode == GP__GEMM_CPU_PORTABLE) return gp__gemm_launch_portable(stream, &p);
+  if (mode == GP__GEMM_CPU_MFMA) return gp__gemm_amd_launch(stream, &p);
   return gp__gemm_cpu_enqueue(resolved, &p, mode, &kernel);
 #endif
 }

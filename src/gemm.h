@@ -23,7 +23,9 @@ typedef enum gp__gemm_cpu_mode {
   GP__GEMM_CPU_DEFAULT = 0,  /* OpenBLAS; the direct cblas_sgemm call when it applies */
   GP__GEMM_CPU_PACKED = 1,   /* OpenBLAS on f32 tiles converted into scratch, always
                                 (GP_CPU_GEMM=packed); the path f16/bf16 always take */
-  GP__GEMM_CPU_PORTABLE = 2  /* the dialect kernel on the SIMT executor (GP_CPU_GEMM=portable) */
+  GP__GEMM_CPU_PORTABLE = 2, /* the dialect kernel on the SIMT executor (GP_CPU_GEMM=portable) */
+  GP__GEMM_CPU_MFMA = 3      /* the AMD MFMA kernels of hip/ at wave64, MFMA emulated
+                                (GP_CPU_GEMM=mfma): the hip backend's choice and code */
 } gp__gemm_cpu_mode_t;
 
 /* The mode in effect: the last gp__gemm_set_cpu_mode() value, else GP_CPU_GEMM. */
@@ -48,6 +50,11 @@ const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_mo
 gp_status_t gp__gemm_launch_portable(gp_stream_t stream, const gp__gemm_params_t *p);
 /* Name of the portable kernel and its tile, for the log line. */
 extern const char gp__gemm_portable_kernel_name[];
+
+/* hip and cpu backends (src/gemm_amd.c): the AMD MFMA kernel for p (set in *kernel) and
+ * its name for the log line; the launch of that choice on the caller's stream. */
+const char *gp__gemm_amd_choose(const gp__gemm_params_t *p, gp_kernel_t *kernel);
+gp_status_t gp__gemm_amd_launch(gp_stream_t stream, const gp__gemm_params_t *p);
 
 #ifdef __cplusplus
 }

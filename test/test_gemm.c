@@ -8,8 +8,9 @@
  * the start; GP_TEST_SEED=<seed> replays a run. On the cpu backend each result test
  * runs in three modes (loop index): 0 the default path (direct cblas_sgemm where it
  * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
- * kernel on the SIMT executor (GP_CPU_GEMM=portable); on GPU backends every mode runs
- * the GPU kernel.
+ * kernel on the SIMT executor (GP_CPU_GEMM=portable), 3 the AMD MFMA kernels of hip/
+ * with the MFMA emulated at wave64 (GP_CPU_GEMM=mfma, chosen as the hip backend
+ * chooses); on GPU backends every mode runs the GPU kernel.
  */
 #include <check.h>
 #include <math.h>
@@ -28,7 +29,7 @@ static uint64_t g_seed;
 /* ---- one case ------------------------------------------------------------------------ */
 
 enum { API_GEMM = 0, API_BATCHED = 1, API_EX = 2 };
-enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_COUNT = 3 };
+enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_MFMA = 3, MODE_COUNT = 4 };
 
 typedef struct gemm_case {
   gp_layout_t layout;
@@ -83,6 +84,7 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 static void set_mode(int mode) {
   gp__gemm_set_cpu_mode(mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
                         : mode == MODE_PACKED ? GP__GEMM_CPU_PACKED
+                        : mode == MODE_MFMA   ? GP__GEMM_CPU_MFMA
                                               : GP__GEMM_CPU_DEFAULT);
 }
 
@@ -351,6 +353,31 @@ START_TEST(test_epilogues) {
 }
 END_TEST
 
+/* Several tiles of the GPU kernels in m and n (the MFMA kernels take 128 x 128, the
+ * portable one 64 x 64), a k tail, leading dimensions that do and do not allow vector
+ * loads, every type and all four transposes, batched with gaps. */
+START_TEST(test_multi_tile) {
+  set_mode(_i);
+  unsigned id = 700;
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (int v = 0; v < 4; v++) {
+      gemm_case_t cs = base_case();
+      cs.api = API_BATCHED;
+      cs.m = 200; cs.n = 150; cs.k = 70 + 8 * v;
+      cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+      cs.layout = (t + v) & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+      cs.ta = v & 1 ? GP_OP_T : GP_OP_N;
+      cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.pad_a = v == 1 ? 3 : 8; cs.pad_b = v == 2 ? 1 : 0; cs.pad_c = 1;
+      cs.batch = v == 3 ? 2 : 1;
+      cs.gap_a = 8; cs.gap_b = 16; cs.gap_c = 4;
+      cs.beta = v & 1 ? 0.0f : 0.5f;
+      cs.id = id++;
+      run_case(&cs);
+    }
+}
+END_TEST
+
 /* ---- cpu-only paths ------------------------------------------------------------------- */
 
 /* Larger shapes: the direct cblas_sgemm (f32) and, for the packed path, several
@@ -569,6 +596,7 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(tc, test_batched, 0, MODE_COUNT);
   tcase_add_loop_test(tc, test_epilogues, 0, MODE_COUNT);
   tcase_add_loop_test(tc, test_stream_order, 0, MODE_COUNT);
+  tcase_add_loop_test(tc, test_multi_tile, 0, MODE_COUNT);
   tcase_add_test(tc, test_larger);
   suite_add_tcase(s, tc);
   TCase *te = tcase_create("errors");

@@ -33,9 +33,9 @@
  * (`__builtin_amdgcn_mfma_f32_32x32x8bf16_1k`, ...), available on gfx90a and gfx940/942.
  *
  * Numerics: 16-bit products are exact in f32; the emulation adds the K products of each
- * output to C in k order with one rounding each (fmaf). The hardware's internal order
- * and rounding are not documented, so results agree within f32 summation error, never
- * bit for bit (KERNELS.md).
+ * output to C in k order, rounding each sum to f32 (f32 forms also round each product).
+ * The hardware's internal order and rounding are not documented, so results agree
+ * within f32 summation error, never bit for bit (KERNELS.md).
  *
  * CPU emulation: a wrapper is a wave-wide rendezvous of the executor
  * (gp__cpu_warp_sync): the lanes exchange their A values, then their B values (f32
@@ -159,28 +159,34 @@ static inline float gp__amd_b16(uint64_t v, int e, int kind) {
 static inline int gp__amd_d_row(int n, int l, int r) { return (r / 4) * 4 * (64 / n) + 4 * (l / n) + r % 4; }
 static inline int gp__amd_d_col(int n, int l) { return l % n; }
 
-/* D = A B + C for an m x n x k instruction with one block, for lane l's nregs registers.
- * av[lane], bv[lane]: each lane's operand bits (16-bit kinds: four elements; f32: the
- * low 32 bits). Operand element (x, k) sits in lane x + m (k / per), element k % per,
- * with per = 4 for 16-bit kinds and 1 for f32 (__get_input_reg_lanes). */
+/* Element kk of the operand held by lanes x + m (kk / per) (16-bit kinds: four elements
+ * per lane, per = 4; f32: the low 32 bits, per = 1), as f32 (exact). */
+static inline float gp__amd_operand(const uint64_t *v, int m, int x, int kk, int kind) {
+  if (kind == GP__AMD_F32) {
+    const uint32_t u = (uint32_t)v[x + m * kk];
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  return gp__amd_b16(v[x + m * (kk / 4)], kk % 4, kind);
+}
+
+/* D = A B + C for an m x m x k instruction with one block, for lane l's nregs
+ * registers; av[lane], bv[lane]: each lane's operand bits (__get_input_reg_lanes: operand
+ * element (x, k) is in lane x + m floor(k / per), element k % per). Each output adds its
+ * k products to C in k order, rounding each product and each sum to f32 (16-bit
+ * products are exact, so for them this is one rounding per step, as fmaf). */
 static inline void gp__amd_mma(int m, int k, int kind, const uint64_t *av, const uint64_t *bv,
                                unsigned l, const float *c, float *d, int nregs) {
-  const int per = kind == GP__AMD_F32 ? 1 : 4;
+  const int j = gp__amd_d_col(m, (int)l);
+  float bcol[16];
+  for (int kk = 0; kk < k; kk++) bcol[kk] = gp__amd_operand(bv, m, j, kk, kind);
   for (int r = 0; r < nregs; r++) {
-    const int i = gp__amd_d_row(m, (int)l, r), j = gp__amd_d_col(m, (int)l);
+    const int i = gp__amd_d_row(m, (int)l, r);
     float acc = c[r];
     for (int kk = 0; kk < k; kk++) {
-      const uint64_t a = av[i + m * (kk / per)], b = bv[j + m * (kk / per)];
-      float x, y;
-      if (kind == GP__AMD_F32) {
-        uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
-        memcpy(&x, &ua, sizeof x);
-        memcpy(&y, &ub, sizeof y);
-      } else {
-        x = gp__amd_b16(a, kk % per, kind);
-        y = gp__amd_b16(b, kk % per, kind);
-      }
-      acc = fmaf(x, y, acc);
+      const float prod = gp__amd_operand(av, m, i, kk, kind) * bcol[kk];
+      acc += prod;
     }
     d[r] = acc;
   }

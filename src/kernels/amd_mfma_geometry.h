@@ -1,0 +1,68 @@
+/*
+ * amd_mfma_geometry.h - tile shapes and LDS address maps of the AMD MFMA kernels
+ * (hip/gemm_mfma.cu, hip/attention_mfma.cu), shared with their launch code in src/ and
+ * with the test that checks the LDS maps for bank conflicts (test/test_amd_kernels.c).
+ * Plain C with GP_HOST_DEVICE inline functions; nothing here is public.
+ *
+ * LDS model used for "conflict-free" (CDNA2/CDNA3 ISA guides, "Local Data Share": 32
+ * banks of 4 bytes): a ds_read_b128 / ds_write_b128 of a wavefront is serviced 8 lanes
+ * at a time (8 x 16 bytes = the 128 bytes all banks deliver per clock), a ds_read_b64 /
+ * ds_write_b64 16 lanes at a time, in lane order; lanes of one group that touch the
+ * same bank at different addresses conflict. Every map below is checked against this
+ * model, access by access, in test_amd_kernels.c.
+ */
+#ifndef GP_KERNELS_AMD_MFMA_GEOMETRY_H
+#define GP_KERNELS_AMD_MFMA_GEOMETRY_H
+
+#include <stdint.h>
+#include <gpuport/export.h>
+
+/* ---- GEMM (hip/gemm_mfma.cu) -----------------------------------------------------------
+ * A block of GP__AMD_GEMM_THREADS (4 wavefronts) computes a BM x BN tile of the canonical
+ * column-major C; the k loop takes GP__AMD_GEMM_ROW_BYTES of k per stage (32 16-bit or 16
+ * f32 values). Each operand tile (op(A): BM rows of m; op(B)^T: BN rows of n) lives in LDS
+ * as rows of k, 64 bytes each, in 16-byte chunks whose order within the row is swizzled;
+ * two stages (double buffering) of both operands: 4 x 128 x 64 = 32 KiB. */
+#define GP__AMD_GEMM_BM 128
+#define GP__AMD_GEMM_BN 128
+#define GP__AMD_GEMM_THREADS 256
+#define GP__AMD_GEMM_ROW_BYTES 64
+#define GP__AMD_GEMM_TILE_BYTES (GP__AMD_GEMM_BM * GP__AMD_GEMM_ROW_BYTES)
+#define GP__AMD_GEMM_LDS_BYTES (4 * GP__AMD_GEMM_TILE_BYTES)
+
+/* Byte offset of 16-byte chunk c (0..3) of row `row` in an operand tile. The swizzle
+ * ((row >> 1) ^ (row >> 3)) & 3 makes (a) the MFMA fragment reads, 8 consecutive rows at
+ * one chunk, and (b) both staging write patterns (2 rows x 4 chunks; 8 rows 2 apart, of
+ * alternating parity) land on 8 distinct 16-byte bank groups. */
+static inline GP_HOST_DEVICE int gp__amd_gemm_lds_off(int row, int c) {
+  return row * GP__AMD_GEMM_ROW_BYTES + 16 * (c ^ (((row >> 1) ^ (row >> 3)) & 3));
+}
+
+/* ---- attention forward (hip/attention_mfma.cu) ------------------------------------------
+ * A block of GP__AMD_ATTN_WAVES wavefronts takes 32 query rows per wavefront; each step
+ * of the key loop stages GP__AMD_ATTN_BN keys: K as rows of head_dim (16-bit values, in
+ * 16-byte chunks, swizzled), V transposed as rows of GP__AMD_ATTN_BN keys per value
+ * column (in 8-byte pieces, swizzled). */
+#define GP__AMD_ATTN_WAVES 4
+#define GP__AMD_ATTN_BM (32 * GP__AMD_ATTN_WAVES)
+#define GP__AMD_ATTN_BN 64
+#define GP__AMD_ATTN_THREADS (64 * GP__AMD_ATTN_WAVES)
+
+/* K tile: key row `key`, 16-byte chunk c (8 values of head_dim) of a row of d values. */
+static inline GP_HOST_DEVICE int gp__amd_attn_k_off(int key, int c, int d) {
+  return key * d * 2 + 16 * (c ^ (key & 7));
+}
+
+/* V^T tile: value column `col`, 8-byte piece q (4 consecutive keys, 0..15) of its row of
+ * GP__AMD_ATTN_BN keys (128 bytes). The XOR with col & 15 puts the 16 columns one
+ * ds_read_b64 group reads on 16 distinct bank pairs. */
+static inline GP_HOST_DEVICE int gp__amd_attn_vt_off(int col, int q) {
+  return col * GP__AMD_ATTN_BN * 2 + 8 * (q ^ (col & 15));
+}
+
+/* Bytes of LDS: the K tile [BN][d] and the V^T tile [d][BN], 16-bit values. */
+static inline GP_HOST_DEVICE int gp__amd_attn_lds_bytes(int d) {
+  return 2 * GP__AMD_ATTN_BN * d * 2;
+}
+
+#endif /* GP_KERNELS_AMD_MFMA_GEOMETRY_H */
