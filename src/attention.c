@@ -4,8 +4,12 @@
  * call, and the choice of implementation:
  *   cpu backend   the tiled host implementation (src/cpu/attention_cpu.c), or the
  *                 portable dialect kernel on the SIMT executor when
- *                 GP_CPU_ATTENTION=portable (so the GPU kernel is tested without a GPU);
- *   cuda, hip     the portable dialect kernel (src/kernels/attention.cu).
+ *                 GP_CPU_ATTENTION=portable (so the GPU kernel is tested without a GPU),
+ *                 or, when GP_CPU_ATTENTION=mfma, what the hip backend runs, with the
+ *                 MFMA emulated at wave64 (launch_amd_or_portable);
+ *   cuda          the portable dialect kernel (src/kernels/attention.cu);
+ *   hip           the MFMA kernels (hip/attention_mfma.cu) where they apply, else the
+ *                 portable kernel; the INFO line says which and why.
  */
 #include <math.h>
 #include <stdio.h>
@@ -186,6 +190,22 @@ static gp_status_t launch_portable(gp_stream_t stream, const gp__attn_params_t *
   return gp_launch(kernel, grid, block, smem, stream, args);
 }
 
+#if defined(GP_BUILD_HIP) || defined(GP_BUILD_CPU)
+/* The hip backend's choice, shared with GP_CPU_ATTENTION=mfma: the MFMA kernel when
+ * gp__attn_amd_choose() takes the call, else the portable kernel with the reason. */
+static gp_status_t launch_amd_or_portable(gp_stream_t stream, const gp__attn_params_t *p,
+                                          char *what, size_t what_len) {
+  gp_kernel_t k = NULL;
+  char why[96];
+  if (gp__attn_amd_choose(p, &k, why, sizeof(why)))
+    return gp__attn_amd_launch(stream, p, k, what, what_len);
+  gp_status_t st = launch_portable(stream, p, GP_KERNEL_REF(gp__attention_fwd_tiled), what, what_len);
+  size_t n = strlen(what);
+  if (n + 3 < what_len) snprintf(what + n, what_len - n, " (%s)", why);
+  return st;
+}
+#endif
+
 /* Bytes spanned by a [batch, seq, heads, dim] tensor with these strides (the last
  * element's offset + 1); false on overflow. */
 static bool extent_bytes(int64_t batch, int64_t seq, int64_t heads, int64_t dim, int64_t bs,
@@ -245,19 +265,27 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   gp_stream_t s;
   GP__TRY(gp__stream_resolve(stream, func, &s));
 
-  char what[160] = "";
+  char what[256] = "";
   gp_status_t st;
+  const bool chosen = kernel != NULL;
   if (kernel == NULL) kernel = GP_KERNEL_REF(gp__attention_fwd_tiled);
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
+#if defined(GP_BUILD_CUDA)
   (void)s; /* gp_launch resolves and checks the stream itself */
+  (void)chosen;
   st = launch_portable(stream, &p, kernel, what, sizeof(what));
+#elif defined(GP_BUILD_HIP)
+  (void)s;
+  st = chosen ? launch_portable(stream, &p, kernel, what, sizeof(what))
+              : launch_amd_or_portable(stream, &p, what, sizeof(what));
 #else
   const char *e = getenv(GP__ATTN_ENV);
-  if (kernel != GP_KERNEL_REF(gp__attention_fwd_tiled) || (e != NULL && strcmp(e, "portable") == 0)) {
+  if (chosen || (e != NULL && strcmp(e, "portable") == 0)) {
     st = launch_portable(stream, &p, kernel, what, sizeof(what));
+  } else if (e != NULL && strcmp(e, "mfma") == 0) {
+    st = launch_amd_or_portable(stream, &p, what, sizeof(what));
   } else {
     if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-      GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable' or 'host': using the host implementation",
+      GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'mfma' or 'host': using the host implementation",
                GP__ATTN_ENV, e);
     st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
   }

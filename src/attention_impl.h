@@ -56,7 +56,9 @@ static inline GP_HOST_DEVICE void gp__attn_key_range(int64_t i, int64_t sq, int6
 }
 
 /* Environment switch of the CPU backend: GP_CPU_ATTENTION=portable runs the portable
- * dialect kernel on the SIMT executor instead of the tiled host implementation. */
+ * dialect kernel on the SIMT executor instead of the tiled host implementation;
+ * GP_CPU_ATTENTION=mfma runs what the hip backend runs (the AMD MFMA kernels where they
+ * apply, MFMA emulated at wave64, else the portable kernel). */
 #define GP__ATTN_ENV "GP_CPU_ATTENTION"
 
 /* Geometry of the portable kernel (src/kernels/attention.cu), shared with its launch:
@@ -85,6 +87,13 @@ static inline GP_HOST_DEVICE int64_t gp__attn_kernel_smem_floats(int64_t d, int6
  * the INFO line) into what. Defined in src/cpu/attention_cpu.c. */
 gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, char *what,
                                   size_t what_len);
+
+/* hip and cpu backends (src/attention_amd.c): whether the AMD MFMA kernels
+ * (hip/attention_mfma.cu) take p; 1 with *kernel set, or 0 with the reason in why. The
+ * launch of that kernel, with its description (for the INFO line) in what. */
+int gp__attn_amd_choose(const gp__attn_params_t *p, gp_kernel_t *kernel, char *why, size_t why_len);
+gp_status_t gp__attn_amd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp_kernel_t kernel,
+                                char *what, size_t what_len);
 
 /* gp_attention_fwd running a given build of the portable kernel (the tests run a
  * width-64 build on the CPU executor, as HIP runs it). Defined in src/attention.c. */

@@ -101,10 +101,87 @@ START_TEST(test_gemm_lds) {
 }
 END_TEST
 
+/* ---- attention ----------------------------------------------------------------------- */
+typedef int (*k_map_t)(int key, int c, int d);
+typedef int (*vt_map_t)(int col, int q);
+static int k_plain(int key, int c, int d) { return key * d * 2 + 16 * c; }
+static int vt_plain(int col, int q) { return col * GP__AMD_ATTN_BN * 2 + 8 * q; }
+
+/* Worst degree over the LDS instructions of hip/attention_mfma.cu for head_dim d: K
+ * fragment reads (S^T = K Q^T), V^T fragment reads (O^T += V^T P^T), and the staging
+ * stores of K (16 bytes) and V^T (8 bytes, odd column first where cp & 8). */
+static void attn_worst(int d, k_map_t kmap, vt_map_t vmap, int *kr, int *vr, int *kw, int *vw) {
+  int off[64];
+  *kr = *vr = *kw = *vw = 1;
+  for (int t = 0; t < 2; t++)
+    for (int G = 0; G < d / 16; G++) {
+      for (int l = 0; l < 64; l++) off[l] = kmap(32 * t + l % 32, 2 * G + l / 32, d);
+      int x = conflict_degree(off, 16);
+      if (x > *kr) *kr = x;
+    }
+  for (int dt = 0; dt < d / 32; dt++)
+    for (int t = 0; t < 2; t++)
+      for (int g = 0; g < 4; g++) {
+        for (int l = 0; l < 64; l++) off[l] = vmap(32 * dt + l % 32, 8 * t + 2 * g + l / 32);
+        int x = conflict_degree(off, 8);
+        if (x > *vr) *vr = x;
+      }
+  const int nc = d / 8;
+  for (int w = 0; w < GP__AMD_ATTN_THREADS / 64; w++)
+    for (int u = 0; u < d / 32; u++) {
+      for (int l = 0; l < 64; l++) {
+        const int idx = 64 * w + l + GP__AMD_ATTN_THREADS * u;
+        off[l] = kmap(idx / nc, idx % nc, d);
+      }
+      int x = conflict_degree(off, 16);
+      if (x > *kw) *kw = x;
+      for (int which = 0; which < 2; which++) {
+        for (int l = 0; l < 64; l++) {
+          const int idx = 64 * w + l + GP__AMD_ATTN_THREADS * u, cp = idx % (d / 2), kq = idx / (d / 2);
+          const int xo = (cp >> 3) & 1;
+          off[l] = vmap(2 * cp + (which ? xo ^ 1 : xo), kq);
+        }
+        x = conflict_degree(off, 8);
+        if (x > *vw) *vw = x;
+      }
+    }
+}
+
+START_TEST(test_attention_lds) {
+  const int d = 32 << _i; /* 32, 64, 128 */
+  int kr, vr, kw, vw;
+  attn_worst(d, gp__amd_attn_k_off, gp__amd_attn_vt_off, &kr, &vr, &kw, &vw);
+  ck_assert_msg(kr == 1 && vr == 1 && kw == 1 && vw == 1,
+                "attention d=%d LDS conflicts: K reads %d-way, V^T reads %d-way, K stores %d-way, "
+                "V^T stores %d-way", d, kr, vr, kw, vw);
+  /* Control: the unswizzled layouts conflict on the fragment reads. */
+  attn_worst(d, k_plain, vt_plain, &kr, &vr, &kw, &vw);
+  ck_assert_msg(kr > 1 && vr > 1, "unswizzled attention d=%d: K reads %d-way, V^T reads %d-way", d, kr, vr);
+  /* Both maps are one-to-one inside their tiles. */
+  static unsigned char used[GP__AMD_ATTN_BN * 128 * 2];
+  memset(used, 0, sizeof used);
+  for (int key = 0; key < GP__AMD_ATTN_BN; key++)
+    for (int c = 0; c < d / 8; c++) {
+      const int o = gp__amd_attn_k_off(key, c, d);
+      ck_assert(o >= 0 && o + 16 <= GP__AMD_ATTN_BN * d * 2 && !used[o]);
+      used[o] = 1;
+    }
+  memset(used, 0, sizeof used);
+  for (int col = 0; col < d; col++)
+    for (int q = 0; q < GP__AMD_ATTN_BN / 4; q++) {
+      const int o = gp__amd_attn_vt_off(col, q);
+      ck_assert(o >= 0 && o + 8 <= d * GP__AMD_ATTN_BN * 2 && !used[o]);
+      used[o] = 1;
+    }
+  ck_assert_int_eq(gp__amd_attn_lds_bytes(d, d), 2 * GP__AMD_ATTN_BN * d * 2);
+}
+END_TEST
+
 static Suite *amd_kernels_suite(void) {
   Suite *s = suite_create("amd_kernels");
   TCase *tc = tcase_create("lds");
   tcase_add_test(tc, test_gemm_lds);
+  tcase_add_loop_test(tc, test_attention_lds, 0, 3);
   suite_add_tcase(s, tc);
   return s;
 }

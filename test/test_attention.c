@@ -5,10 +5,13 @@
  * at start (replay with GP_TEST_SEED=<seed>), poisons o and lse with NaN, runs the call,
  * and checks every output element against its bound, the relative norm of the error,
  * every lse value, and that elements of o outside the output (stride gaps) are untouched.
- * On the cpu backend every case runs three ways: the host implementation, the portable
+ * On the cpu backend every case runs four ways: the host implementation, the portable
  * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
- * CUDA), and a width-64 build of the same kernel (as HIP runs it; test/kernels/
- * attention_w64.cu) through the internal gp__attention_fwd_kernel().
+ * CUDA), a width-64 build of the same kernel (as HIP runs it; test/kernels/
+ * attention_w64.cu) through the internal gp__attention_fwd_kernel(), and
+ * GP_CPU_ATTENTION=mfma: the hip backend's choice, the AMD MFMA kernels of hip/ with the
+ * MFMA emulated at wave64 (every case they take, plus the first they leave to the
+ * portable kernel).
  */
 #include <check.h>
 #include <math.h>
@@ -26,15 +29,16 @@
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2 };
-static const char *const mode_names[] = {"host", "portable", "warp64"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_MFMA = 3 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "mfma"};
 
 static uint64_t g_seed;
 
 enum layout {
   L_DEFAULT = 0, /* [batch, seq, heads, dim] */
   L_QKV = 1,     /* q, k, v slices of one packed [batch, seq, hq + 2 hkv, dim] tensor; o padded */
-  L_BHSD = 2     /* [batch, heads, seq, dim] for q, k, v and o */
+  L_BHSD = 2,    /* [batch, heads, seq, dim] for q, k, v and o */
+  L_PAD = 3      /* default layout with odd sequence strides of q, k, v (rows padded by 3) */
 };
 
 typedef struct acase {
@@ -80,6 +84,9 @@ static const acase_t cases[] = {
     {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1},
     {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0},
     {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0},
+    {"bf16 d32 300x250 causal",    GP_BF16, 1, 300, 250, 2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0},
+    {"bf16 d64 100x90 gqa pad",    GP_BF16, 1, 100, 90,  4, 2, 64,  0, 0, NOWIN,   L_PAD,     1, 0.2f, 1, NULL, NULL, 1},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -144,6 +151,11 @@ static void run_case(const acase_t *c, int mode) {
     to = (strides_t){0, 0, dv + 5};
     to.ss = c->hq * to.hs + 7;
     to.bs = rows_q * to.ss + 11;
+  } else if (c->layout == L_PAD) {
+    tq = (strides_t){rows_q * (c->hq * c->d + 3), c->hq * c->d + 3, c->d};
+    tk = (strides_t){rows_k * (c->hkv * c->d + 3), c->hkv * c->d + 3, c->d};
+    tv = (strides_t){rows_k * (c->hkv * dv + 3), c->hkv * dv + 3, dv};
+    to = (strides_t){rows_q * c->hq * dv, c->hq * dv, dv};
   } else if (c->layout == L_BHSD) {
     tq = (strides_t){c->hq * rows_q * c->d, c->d, rows_q * c->d};
     tk = (strides_t){c->hkv * rows_k * c->d, c->d, rows_k * c->d};
@@ -224,6 +236,8 @@ static void run_case(const acase_t *c, int mode) {
 
   if (mode == M_PORTABLE)
     setenv("GP_CPU_ATTENTION", "portable", 1);
+  else if (mode == M_MFMA)
+    setenv("GP_CPU_ATTENTION", "mfma", 1);
   else
     unsetenv("GP_CPU_ATTENTION");
   gp_status_t st;
@@ -323,6 +337,24 @@ END_TEST
 START_TEST(test_warp64) {
   if (gp_backend() != GP_BACKEND_CPU || !cases[_i].portable) return;
   run_case(&cases[_i], M_W64);
+}
+END_TEST
+
+/* The AMD MFMA kernels (cpu backend, emulated; the hip backend runs them by default):
+ * every case they take (f16/bf16, head_dim == head_dim_v in 32, 64, 128) and the first
+ * they leave to the portable kernel. */
+static int mfma_takes(const acase_t *c) {
+  const int64_t dv = c->dv ? c->dv : c->d;
+  return c->dtype != GP_F32 && dv == c->d && (c->d == 32 || c->d == 64 || c->d == 128);
+}
+
+START_TEST(test_mfma) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  int first_other = -1;
+  for (int i = 0; i < NCASES && first_other < 0; i++)
+    if (!mfma_takes(&cases[i])) first_other = i;
+  if (!mfma_takes(&cases[_i]) && _i != first_other) return;
+  run_case(&cases[_i], M_MFMA);
 }
 END_TEST
 
@@ -460,6 +492,10 @@ static Suite *attention_suite(void) {
   tc = tcase_create("warp64");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_warp64, 0, NCASES);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("mfma");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_mfma, 0, NCASES);
   suite_add_tcase(s, tc);
   return s;
 }

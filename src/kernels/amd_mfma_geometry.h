@@ -40,29 +40,36 @@ static inline GP_HOST_DEVICE int gp__amd_gemm_lds_off(int row, int c) {
 
 /* ---- attention forward (hip/attention_mfma.cu) ------------------------------------------
  * A block of GP__AMD_ATTN_WAVES wavefronts takes 32 query rows per wavefront; each step
- * of the key loop stages GP__AMD_ATTN_BN keys: K as rows of head_dim (16-bit values, in
- * 16-byte chunks, swizzled), V transposed as rows of GP__AMD_ATTN_BN keys per value
- * column (in 8-byte pieces, swizzled). */
+ * of the key loop stages GP__AMD_ATTN_BN keys in LDS: K as rows of head_dim 16-bit
+ * values (16-byte chunks of 8, swizzled), V transposed as one row of GP__AMD_ATTN_BN keys
+ * per value column (8-byte pieces of 4 keys, swizzled). head_dim d and head_dim_v dv are
+ * 32, 64 or 128. */
 #define GP__AMD_ATTN_WAVES 4
 #define GP__AMD_ATTN_BM (32 * GP__AMD_ATTN_WAVES)
 #define GP__AMD_ATTN_BN 64
 #define GP__AMD_ATTN_THREADS (64 * GP__AMD_ATTN_WAVES)
 
-/* K tile: key row `key`, 16-byte chunk c (8 values of head_dim) of a row of d values. */
+/* K tile: chunk c (values 8c .. 8c + 7) of key row `key`, rows of d values. The XOR keeps
+ * the 8 rows one ds_read_b128 group reads (same chunk, consecutive keys) and the 8
+ * chunks one group writes (same key; for d = 32: two keys x 4 chunks) on 8 distinct
+ * 16-byte bank groups: rows of 64 bytes (d = 32) share a 128-byte bank line in pairs. */
 static inline GP_HOST_DEVICE int gp__amd_attn_k_off(int key, int c, int d) {
-  return key * d * 2 + 16 * (c ^ (key & 7));
+  const int swz = d == 32 ? (key >> 1) & 3 : key & 7;
+  return key * d * 2 + 16 * (c ^ swz);
 }
 
-/* V^T tile: value column `col`, 8-byte piece q (4 consecutive keys, 0..15) of its row of
- * GP__AMD_ATTN_BN keys (128 bytes). The XOR with col & 15 puts the 16 columns one
- * ds_read_b64 group reads on 16 distinct bank pairs. */
+/* V^T tile: piece q (keys 4q .. 4q + 3, q = 0..15) of the row of value column `col`
+ * (GP__AMD_ATTN_BN keys, 128 bytes: one bank line). The XOR with col & 15 puts the 16
+ * columns one ds_read_b64 group reads on 16 distinct bank pairs; the staging writes
+ * (16 lanes: 16 column pairs, one piece) stay distinct by storing column 2 cp + x first,
+ * x = (cp >> 3) & 1 (see hip/attention_mfma.cu). */
 static inline GP_HOST_DEVICE int gp__amd_attn_vt_off(int col, int q) {
   return col * GP__AMD_ATTN_BN * 2 + 8 * (q ^ (col & 15));
 }
 
-/* Bytes of LDS: the K tile [BN][d] and the V^T tile [d][BN], 16-bit values. */
-static inline GP_HOST_DEVICE int gp__amd_attn_lds_bytes(int d) {
-  return 2 * GP__AMD_ATTN_BN * d * 2;
+/* Bytes of LDS (dynamic): the K tile [BN][d], then the V^T tile [dv][BN]. */
+static inline GP_HOST_DEVICE int gp__amd_attn_lds_bytes(int d, int dv) {
+  return GP__AMD_ATTN_BN * (d + dv) * 2;
 }
 
 #endif /* GP_KERNELS_AMD_MFMA_GEOMETRY_H */
