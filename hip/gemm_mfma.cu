@@ -64,7 +64,7 @@
 
 #if defined(GP_TARGET_CPU)
 #define MF_UNROLL _Pragma("GCC unroll 16")
-#define MF_NOUNROLL _Pragma("GCC unroll 1")
+#define MF_NOUNROLL /* the CPU build needs no hint */
 #define MF_INLINE static inline __attribute__((always_inline))
 #else
 #define MF_UNROLL _Pragma("unroll")
