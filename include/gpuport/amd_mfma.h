@@ -24,7 +24,7 @@
  *
  * A 16-bit operand is four values per lane in two VGPRs, element e in bits
  * [16 (e%2) + 15 : 16 (e%2)] of VGPR e/2 (the calculator's `(floor(k / 2) % 2).[16*(k % 2)+15
- * : 16*(k % 2)]`), which is element e of ::gp_amd_b16x4_t.
+ * : 16*(k % 2)]`), which is element e of gp_amd_b16x4_t.
  *
  * Names: the gfx90a (CDNA2) mnemonics, `v_mfma_f32_32x32x8bf16_1k` ..., and the gfx940+
  * (CDNA3) spellings of the same opcodes, `v_mfma_f32_32x32x8_bf16` ... (LLVM
