@@ -177,11 +177,81 @@ START_TEST(test_attention_lds) {
 }
 END_TEST
 
+/* Backward (hip/attention_bwd_mfma.cu): row tiles of 32 rows (K, V; Q, dO), read by
+ * 16-byte fragments; transposed tiles of rows of 32 values (K^T; Q^T, dO^T), read by
+ * 8-byte fragments; the staging stores of both (ab_stage_rows, ab_stage_t32). */
+typedef int (*t32_map_t)(int row, int q);
+static int t32_plain(int row, int q) { return row * 64 + 8 * q; }
+
+static void bwd_worst(int d, t32_map_t tmap, int *rr, int *tr, int *rw, int *tw) {
+  int off[64];
+  *rr = *tr = *rw = *tw = 1;
+  for (int G = 0; G < d / 16; G++) {
+    for (int l = 0; l < 64; l++) off[l] = gp__amd_attn_k_off(l % 32, 2 * G + l / 32, d);
+    int x = conflict_degree(off, 16);
+    if (x > *rr) *rr = x;
+  }
+  for (int ct = 0; ct < d / 32; ct++)
+    for (int g = 0; g < 4; g++) {
+      for (int l = 0; l < 64; l++) off[l] = tmap(32 * ct + l % 32, 2 * g + l / 32);
+      int x = conflict_degree(off, 8);
+      if (x > *tr) *tr = x;
+    }
+  const int nc = d / 8;
+  for (int w = 0; w < GP__AMD_ATTN_THREADS / 64; w++) {
+    for (int u = 0; 64 * w + GP__AMD_ATTN_THREADS * u < 32 * nc; u++) {
+      int n = 0;
+      for (int l = 0; l < 64; l++) {
+        const int idx = 64 * w + l + GP__AMD_ATTN_THREADS * u;
+        off[l] = idx < 32 * nc ? gp__amd_attn_k_off(idx / nc, idx % nc, d) : -1;
+        n += off[l] >= 0;
+      }
+      if (n == 64) {
+        int x = conflict_degree(off, 16);
+        if (x > *rw) *rw = x;
+      }
+    }
+    for (int u = 0; 64 * w + GP__AMD_ATTN_THREADS * u < 8 * (d / 2); u++)
+      for (int which = 0; which < 2; which++) {
+        for (int l = 0; l < 64; l++) {
+          const int idx = 64 * w + l + GP__AMD_ATTN_THREADS * u, cp = idx % (d / 2), rq = idx / (d / 2);
+          const int x = (cp >> 3) & 1;
+          off[l] = tmap(2 * cp + (which ? x ^ 1 : x), rq);
+        }
+        int x = conflict_degree(off, 8);
+        if (x > *tw) *tw = x;
+      }
+  }
+}
+
+START_TEST(test_attention_bwd_lds) {
+  const int d = 32 << _i; /* 32, 64, 128 */
+  int rr, tr, rw, tw;
+  bwd_worst(d, gp__amd_t32_off, &rr, &tr, &rw, &tw);
+  ck_assert_msg(rr == 1 && tr == 1 && rw == 1 && tw == 1,
+                "attention backward d=%d LDS conflicts: row reads %d-way, transposed reads %d-way, "
+                "row stores %d-way, transposed stores %d-way", d, rr, tr, rw, tw);
+  bwd_worst(d, t32_plain, &rr, &tr, &rw, &tw);
+  ck_assert_msg(tr > 1, "unswizzled transposed tile d=%d: reads %d-way", d, tr);
+  static unsigned char used[128 * 64];
+  memset(used, 0, sizeof used);
+  for (int row = 0; row < d; row++)
+    for (int q = 0; q < 8; q++) {
+      const int o = gp__amd_t32_off(row, q);
+      ck_assert(o >= 0 && o + 8 <= d * 64 && !used[o]);
+      used[o] = 1;
+    }
+  ck_assert_int_eq(gp__amd_attn_bwd_dq_lds_bytes(d, d), 32 * 3 * d * 2);
+  ck_assert_int_eq(gp__amd_attn_bwd_dkv_lds_bytes(d, d), 32 * 4 * d * 2 + 256);
+}
+END_TEST
+
 static Suite *amd_kernels_suite(void) {
   Suite *s = suite_create("amd_kernels");
   TCase *tc = tcase_create("lds");
   tcase_add_test(tc, test_gemm_lds);
   tcase_add_loop_test(tc, test_attention_lds, 0, 3);
+  tcase_add_loop_test(tc, test_attention_bwd_lds, 0, 3);
   suite_add_tcase(s, tc);
   return s;
 }

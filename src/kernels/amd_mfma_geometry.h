@@ -72,4 +72,31 @@ static inline GP_HOST_DEVICE int gp__amd_attn_lds_bytes(int d, int dv) {
   return GP__AMD_ATTN_BN * (d + dv) * 2;
 }
 
+/* ---- attention backward (hip/attention_bwd_mfma.cu) -------------------------------------
+ * Two kernels, both of 4 wavefronts. dQ: 32 query rows per wavefront, key tiles of
+ * GP__AMD_ATTN_BWD_BN keys: K and V as rows (gp__amd_attn_k_off), K transposed as rows of
+ * 32 keys. dK/dV: 32 key rows per wavefront, query tiles of GP__AMD_ATTN_BWD_BM queries: Q
+ * and dO as rows, Q and dO transposed as rows of 32 queries. A transposed tile row of 32
+ * 16-bit values is 64 bytes: 8 pieces of 4 values. */
+#define GP__AMD_ATTN_BWD_BN 32
+#define GP__AMD_ATTN_BWD_BM 32
+
+/* Transposed tile of rows of 32 values: piece q (values 4q .. 4q + 3) of row `row`. Two
+ * rows share a 128-byte bank line; the XOR with (row >> 1) & 7 puts the 16 rows one
+ * ds_read_b64 group reads (same piece) on 16 distinct bank pairs, and keeps the staging
+ * stores (16 lanes: 16 row pairs, the odd row first where the pair index has bit 3)
+ * distinct as well. */
+static inline GP_HOST_DEVICE int gp__amd_t32_off(int row, int q) {
+  return row * 64 + 8 * (q ^ ((row >> 1) & 7));
+}
+
+/* LDS bytes of the backward kernels: dQ: K [BN][d], V [BN][dv], K^T [d][BN]; dK/dV: Q
+ * [BM][d], dO [BM][dv], Q^T [d][BM], dO^T [dv][BM], then lse and delta of the BM rows. */
+static inline GP_HOST_DEVICE int gp__amd_attn_bwd_dq_lds_bytes(int d, int dv) {
+  return GP__AMD_ATTN_BWD_BN * (2 * d + dv) * 2;
+}
+static inline GP_HOST_DEVICE int gp__amd_attn_bwd_dkv_lds_bytes(int d, int dv) {
+  return GP__AMD_ATTN_BWD_BM * (2 * d + 2 * dv) * 2 + 2 * GP__AMD_ATTN_BWD_BM * 4;
+}
+
 #endif /* GP_KERNELS_AMD_MFMA_GEOMETRY_H */
