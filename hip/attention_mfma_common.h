@@ -8,7 +8,7 @@
 #define GP_HIP_ATTENTION_MFMA_COMMON_H
 
 #if defined(GP_TARGET_CPU)
-#define AF_UNROLL _Pragma("GCC unroll 16")
+#define AF_UNROLL /* the CPU build: left to the compiler (quicker to build) */
 #define AF_INLINE static inline __attribute__((always_inline))
 #else
 #define AF_UNROLL _Pragma("unroll")

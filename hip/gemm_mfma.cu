@@ -63,7 +63,7 @@
 #define TILEB GP__AMD_GEMM_TILE_BYTES
 
 #if defined(GP_TARGET_CPU)
-#define MF_UNROLL _Pragma("GCC unroll 16")
+#define MF_UNROLL /* the CPU build: left to the compiler (quicker to build) */
 #define MF_NOUNROLL /* the CPU build needs no hint */
 #define MF_INLINE static inline __attribute__((always_inline))
 #else

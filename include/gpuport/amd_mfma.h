@@ -192,8 +192,10 @@ static inline void gp__amd_mma(int m, int k, int kind, const uint64_t *av, const
   }
 }
 
-/* The 16-bit forms: A and B in two exchange rounds. */
-static inline void gp__amd_mfma_b16(int m, int k, int kind, gp_amd_b16x4_t a, gp_amd_b16x4_t b,
+/* The 16-bit forms: A and B in two exchange rounds. Not inlined: kernels unroll many
+ * MFMA calls, and one out-of-line copy keeps their CPU builds small and quick to compile
+ * (a call is nothing beside the rendezvous). */
+static inline __attribute__((noinline)) void gp__amd_mfma_b16(int m, int k, int kind, gp_amd_b16x4_t a, gp_amd_b16x4_t b,
                                     const float *c, float *d, int nregs, const char *file, int line) {
   uint64_t av[64];
   gp__amd_gather(gp__amd_pack(a), av, file, line);
@@ -203,7 +205,7 @@ static inline void gp__amd_mfma_b16(int m, int k, int kind, gp_amd_b16x4_t a, gp
 }
 
 /* The f32 forms: A in the low and B in the high 32 bits of one exchange round. */
-static inline void gp__amd_mfma_f32(int m, int k, float a, float b, const float *c, float *d,
+static inline __attribute__((noinline)) void gp__amd_mfma_f32(int m, int k, float a, float b, const float *c, float *d,
                                     int nregs, const char *file, int line) {
   uint32_t ua, ub;
   memcpy(&ua, &a, sizeof ua);
