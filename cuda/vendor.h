@@ -113,6 +113,14 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuErrorSystemDriverMismatch cudaErrorSystemDriverMismatch
 #define gpuErrorCompatNotSupportedOnDevice cudaErrorCompatNotSupportedOnDevice
 #define gpuErrorStreamCaptureUnsupported cudaErrorStreamCaptureUnsupported
+#define gpuErrorStreamCaptureInvalidated cudaErrorStreamCaptureInvalidated
+#define gpuErrorStreamCaptureMerge cudaErrorStreamCaptureMerge
+#define gpuErrorStreamCaptureUnmatched cudaErrorStreamCaptureUnmatched
+#define gpuErrorStreamCaptureUnjoined cudaErrorStreamCaptureUnjoined
+#define gpuErrorStreamCaptureIsolation cudaErrorStreamCaptureIsolation
+#define gpuErrorStreamCaptureImplicit cudaErrorStreamCaptureImplicit
+#define gpuErrorCapturedEvent cudaErrorCapturedEvent
+#define gpuErrorStreamCaptureWrongThread cudaErrorStreamCaptureWrongThread
 #define gpuErrorTimeout cudaErrorTimeout
 
 /* ---- functions ---------------------------------------------------------------- */
@@ -160,6 +168,131 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuLaunchKernel cudaLaunchKernel
 #define gpuFuncSetAttribute cudaFuncSetAttribute
+
+/* ---- graphs (src/gpu/graph.c) ------------------------------------------------------ */
+typedef cudaGraph_t gpuGraph_t;
+typedef cudaGraphExec_t gpuGraphExec_t;
+typedef enum cudaStreamCaptureStatus gpuStreamCaptureStatus;
+typedef enum cudaStreamCaptureMode gpuStreamCaptureMode;
+#define gpuStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define gpuStreamCaptureStatusActive cudaStreamCaptureStatusActive
+#define gpuStreamCaptureStatusInvalidated cudaStreamCaptureStatusInvalidated
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuStreamIsCapturing cudaStreamIsCapturing
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
+#define gpuGraphGetNodes cudaGraphGetNodes
+#define gpuStreamCaptureGraphName "cudaStreamGetCaptureInfo" /* for messages */
+#define gpuGraphInstantiateName "cudaGraphInstantiate" /* for messages */
+
+static inline cudaError_t gpuGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph) {
+  return cudaGraphInstantiate(exec, graph, 0);
+}
+
+/* The graph a capturing stream records into (the signature changed in CUDA 13). */
+static inline cudaError_t gpuStreamCaptureGraph(cudaStream_t s, cudaGraph_t *graph) {
+  enum cudaStreamCaptureStatus st;
+  unsigned long long id;
+#if CUDART_VERSION >= 13000
+  return cudaStreamGetCaptureInfo(s, &st, &id, graph, NULL, NULL, NULL);
+#else
+  return cudaStreamGetCaptureInfo(s, &st, &id, graph, NULL, NULL);
+#endif
+}
+
+/* Gives graph the ownership of p: destroy(p) runs once the graph, every executable graph
+ * made from it and every launch of them are done with it (cudaUserObjectCreate). On
+ * failure destroy(p) has run already. */
+#define GP__GPU_USER_OBJECTS 1
+static inline cudaError_t gpuGraphOwn(cudaGraph_t graph, void *p, void (*destroy)(void *)) {
+  cudaUserObject_t o;
+  cudaError_t e = cudaUserObjectCreate(&o, p, destroy, 1, cudaUserObjectNoDestructorSync);
+  if (e != cudaSuccess) {
+    destroy(p);
+    return e;
+  }
+  e = cudaGraphRetainUserObject(graph, o, 1, cudaGraphUserObjectMove);
+  if (e != cudaSuccess) (void)cudaUserObjectRelease(o, 1); /* runs destroy(p) */
+  return e;
+}
+
+/* ---- modules and runtime compilation (src/gpu/module.c) ------------------------------ */
+/* A module is a cudaLibrary_t; its kernels are cudaKernel_t handles, which the runtime
+ * takes wherever it takes a kernel's host function (CUDA 12+: cudaLaunchKernel,
+ * cudaFuncSetAttribute, cudaOccupancy*). */
+typedef cudaLibrary_t gpuModule_t;
+#define gpuModuleUnload cudaLibraryUnload
+#define gpuModuleLoadName "cudaLibraryLoadData" /* for messages */
+#define gpuModuleGetKernelName "cudaLibraryGetKernel"
+#define gpuModuleLaunchName "cudaLaunchKernel"
+
+static inline cudaError_t gpuModuleLoadData(cudaLibrary_t *m, const void *image) {
+  return cudaLibraryLoadData(m, image, NULL, NULL, 0, NULL, NULL, 0);
+}
+static inline cudaError_t gpuModuleGetKernel(const void **entry, cudaLibrary_t m, const char *name) {
+  cudaKernel_t k = NULL;
+  cudaError_t e = cudaLibraryGetKernel(&k, m, name);
+  *entry = (const void *)k;
+  return e;
+}
+static inline cudaError_t gpuModuleLaunch(const void *entry, dim3 grid, dim3 block, void **args,
+                                          size_t shmem, cudaStream_t s) {
+  return cudaLaunchKernel(entry, grid, block, args, shmem, s);
+}
+static inline cudaError_t gpuModuleSetMaxDynamicShared(const void *entry, int bytes) {
+  return cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+static inline cudaError_t gpuOccupancy(int *blocks, const void *entry, bool module, int threads,
+                                       size_t shmem) {
+  (void)module;
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, entry, threads, shmem);
+}
+/* Threads per block the compiled kernel allows (0 when unknown). */
+static inline int gpuModuleKernelMaxThreads(const void *entry) {
+  struct cudaFuncAttributes a;
+  if (cudaFuncGetAttributes(&a, entry) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return a.maxThreadsPerBlock;
+}
+/* Sizes of the kernel's parameters (at most max); their number, or -1 when the runtime
+ * cannot tell (before CUDA 12.4). */
+static inline int gpuModuleKernelParams(const void *entry, uint16_t *sizes, int max) {
+#if CUDART_VERSION >= 12040
+  int n = 0;
+  for (; n < max; n++) {
+    size_t offset = 0, size = 0;
+    if (cudaFuncGetParamInfo(entry, (size_t)n, &offset, &size) != cudaSuccess) {
+      (void)cudaGetLastError(); /* past the last parameter */
+      break;
+    }
+    sizes[n] = (uint16_t)size;
+  }
+  return n;
+#else
+  (void)entry;
+  (void)sizes;
+  (void)max;
+  return -1;
+#endif
+}
+
+/* NVRTC, loaded at the first gp_program_compile (never linked). */
+#define GP__RTC_LIBS {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", NULL}
+#define GP__RTC_NAME "NVRTC (libnvrtc)"
+#define GP__RTC_SYM(x) "nvrtc" #x
+#define GP__RTC_CODE_SIZE "nvrtcGetCUBINSize"
+#define GP__RTC_CODE "nvrtcGetCUBIN"
+#define GP__RTC_TEXT_SIZE "nvrtcGetPTXSize" /* when compiled for a virtual architecture */
+#define GP__RTC_TEXT "nvrtcGetPTX"
+#define GP__RTC_ARCH_OPTION "--gpu-architecture="
+#define GP__RTC_ARCH_OPTIONS {"--gpu-architecture", "-arch", NULL}
 
 /* ---- what differs beyond spelling ---------------------------------------------- */
 

@@ -3,10 +3,13 @@
  * Dao 2023, Algorithm 2, with dQ in its own kernel so that no gradient needs atomics), 64-
  * lane wavefronts, in the gpuport dialect. Built by hipcc for gfx90a / gfx940 and by the
  * host compiler for the CPU executor at warp width 64 with the MFMA emulated, so this code
- * is tested in CI against a float64 reference (test/test_attention_bwd_amd.c).
- * src/attention_amd.c chooses and launches it (src/attention_amd.h: the parameters and
- * the assumptions about gp_attention_bwd). f16 and bf16, head_dim == head_dim_v in
- * {32, 64, 128}; masks, GQA/MQA and varlen as the forward.
+ * is tested in CI against the float64 reference (test/test_attention_bwd.c, mode mfma).
+ * src/attention_mfma.c chooses and launches it for gp_attention_bwd (the parameters:
+ * gp__attn_bwd_params_t of src/attention_impl.h; d_o has o's strides, dq, dk and dv those
+ * of q, k and v; delta goes to the workspace's ws_d, the rest of the workspace is unused).
+ * f16 and bf16, head_dim == head_dim_v in {32, 64, 128}; masks, GQA/MQA and varlen as
+ * the forward. No atomics, so `deterministic` changes nothing: results are bitwise
+ * reproducible either way.
  *
  * With P = exp(scale Q K^T - lse) (lse from the forward), delta = rowsum(dO o O):
  *   dV = P^T dO,  dP = dO V^T,  dS = P o (dP - delta),  dQ = scale dS K,  dK = scale dS^T Q.
@@ -41,8 +44,8 @@
 #include <gpuport/kernel.h>
 #include <gpuport/amd_mfma.h>
 
-#include "attention_amd.h"
-#include "kernels/amd_mfma_geometry.h"
+#include "attention_impl.h"
+#include "kernels/mfma.h"
 
 #include "attention_mfma_common.h"
 
@@ -51,32 +54,31 @@
 #define BM GP__AMD_ATTN_BWD_BM
 #define AB_LOG2E 1.4426950408889634f
 
-/* One sequence of the batch: lengths and the first packed row (varlen). */
+/* One sequence of the batch: lengths, the first packed row (varlen) and the first row
+ * in the workspace (gp__attn_bwd_sequence: a sequence whose rows would leave the
+ * workspace or the grids' seqlen_q / seqlen_k rows is cut or emptied, so every write
+ * stays inside its buffer). */
 typedef struct ab_seq {
-  int64_t sq, sk, q_row0, k_row0;
+  int64_t sq, sk, q_row0, k_row0, wq;
 } ab_seq_t;
 
-AF_INLINE ab_seq_t ab_sequence(const gp__attn_params_t *p, int64_t b) {
+AF_INLINE ab_seq_t ab_sequence(const gp__attn_bwd_params_t *bp, int64_t b) {
+  const gp__attn_bwd_seq_t w = gp__attn_bwd_sequence(bp, b);
   ab_seq_t s;
-  s.sq = p->seqlen_q;
-  s.sk = p->seqlen_k;
-  s.q_row0 = s.k_row0 = 0;
-  if (p->cu_q) {
-    s.q_row0 = p->cu_q[b];
-    s.k_row0 = p->cu_k[b];
-    s.sq = p->cu_q[b + 1] - s.q_row0;
-    s.sk = p->cu_k[b + 1] - s.k_row0;
-    if (s.sq > p->seqlen_q) s.sq = p->seqlen_q; /* the grids cover seqlen_q / seqlen_k rows */
-    if (s.sk > p->seqlen_k) s.sk = p->seqlen_k;
-    if (s.sk < 0) s.sk = 0;
-  }
+  s.sq = w.sq, s.sk = w.sk, s.q_row0 = w.q0, s.k_row0 = w.k0, s.wq = w.wq;
   return s;
 }
 
-/* Index of lse (and delta) for query i of sequence b, head h. */
+/* Index of lse for query i of sequence b, head h ([batch, heads, seqlen], or with
+ * varlen [heads, total_q]). */
 AF_INLINE int64_t ab_lse_index(const gp__attn_params_t *p, int64_t b, int64_t h, const ab_seq_t *s,
                                int64_t i) {
   return p->cu_q ? h * (int64_t)p->cu_q[p->batch] + s->q_row0 + i : (b * p->heads_q + h) * p->seqlen_q + i;
+}
+
+/* Index of delta = rowsum(dO o O) in the workspace (bp->ws_d, [rows_q][heads_q]). */
+AF_INLINE int64_t ab_delta_index(const gp__attn_params_t *p, int64_t h, const ab_seq_t *s, int64_t i) {
+  return (s->wq + i) * p->heads_q + h;
 }
 
 AF_INLINE bool ab_visible(const gp__attn_params_t *p, const ab_seq_t *s, int64_t i, int64_t j) {
@@ -137,7 +139,7 @@ AF_INLINE void ab_dq(const gp__attn_bwd_params_t *pp, int D, int kind) {
   const int64_t blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, head = (blk / tiles) % p->heads_q, b = blk / tiles / p->heads_q;
   const int64_t hk = head / (p->heads_q / p->heads_kv);
-  const ab_seq_t sq = ab_sequence(p, b);
+  const ab_seq_t sq = ab_sequence(&bp, b);
   const int64_t i0 = tile * GP__AMD_ATTN_BM;
   if (i0 >= sq.sq) return; /* the whole block: no barrier reached yet */
   const int64_t i_last = (i0 + GP__AMD_ATTN_BM < sq.sq ? i0 + GP__AMD_ATTN_BM : sq.sq) - 1;
@@ -155,17 +157,17 @@ AF_INLINE void ab_dq(const gp__attn_bwd_params_t *pp, int D, int kind) {
   /* This lane's query: Q and dO fragments (d = 16 G + 8 h .. + 7), delta, lse. */
   const AF_GLOBAL char *qb = (const AF_GLOBAL char *)p->q + (b * p->q_bs + head * p->q_hs) * 2;
   const AF_GLOBAL char *ob = (const AF_GLOBAL char *)p->o + (b * p->o_bs + head * p->o_hs) * 2;
-  const AF_GLOBAL char *dob = (const AF_GLOBAL char *)bp.d_o + (b * bp.do_bs + head * bp.do_hs) * 2;
+  const AF_GLOBAL char *dob = (const AF_GLOBAL char *)bp.d_o + (b * p->o_bs + head * p->o_hs) * 2;
   const bool qvec = ab_vec16(p->q_bs, p->q_ss, p->q_hs, p->q);
   const bool ovec = ab_vec16(p->o_bs, p->o_ss, p->o_hs, p->o);
-  const bool dovec = ab_vec16(bp.do_bs, bp.do_ss, bp.do_hs, bp.d_o);
+  const bool dovec = ab_vec16(p->o_bs, p->o_ss, p->o_hs, bp.d_o);
   const int64_t row = sq.q_row0 + iq;
   uint4 qf[8], dof[8];
   float delta = 0.0f;
   AF_UNROLL for (int G = 0; G < 8; G++) {
     if (G >= D / 16) continue; /* fixed trip count: unrolled before D is known */
     qf[G] = valid ? af_ld8x16(qb, row * p->q_ss + 16 * G + 8 * h, qvec) : make_uint4(0u, 0u, 0u, 0u);
-    dof[G] = valid ? af_ld8x16(dob, row * bp.do_ss + 16 * G + 8 * h, dovec) : make_uint4(0u, 0u, 0u, 0u);
+    dof[G] = valid ? af_ld8x16(dob, row * p->o_ss + 16 * G + 8 * h, dovec) : make_uint4(0u, 0u, 0u, 0u);
     const uint4 ov = valid ? af_ld8x16(ob, row * p->o_ss + 16 * G + 8 * h, ovec) : make_uint4(0u, 0u, 0u, 0u);
     const uint32_t dw[4] = {dof[G].x, dof[G].y, dof[G].z, dof[G].w}, ow[4] = {ov.x, ov.y, ov.z, ov.w};
     AF_UNROLL for (int e = 0; e < 8; e++) {
@@ -189,7 +191,7 @@ AF_INLINE void ab_dq(const gp__attn_bwd_params_t *pp, int D, int kind) {
   }
   delta += gp_shfl_xor(delta, 32);
   const int64_t li = ab_lse_index(p, b, head, &sq, iq);
-  if (valid && h == 0) bp.delta[li] = delta;
+  if (valid && h == 0) bp.ws_d[ab_delta_index(p, head, &sq, iq)] = delta;
   const float lse2 = valid ? p->lse[li] * AB_LOG2E : 0.0f;
 
   const AF_GLOBAL char *kb = (const AF_GLOBAL char *)p->k + (b * p->k_bs + sq.k_row0 * p->k_ss + hk * p->k_hs) * 2;
@@ -242,7 +244,7 @@ AF_INLINE void ab_dq(const gp__attn_bwd_params_t *pp, int D, int kind) {
   }
 
   if (!valid) return;
-  const int64_t off = b * bp.dq_bs + row * bp.dq_ss + head * bp.dq_hs;
+  const int64_t off = b * p->q_bs + row * p->q_ss + head * p->q_hs;
   AF_UNROLL for (int ct = 0; ct < 4; ct++) {
     if (ct >= D / 32) continue;
     AF_UNROLL for (int r = 0; r < 16; r++)
@@ -264,7 +266,7 @@ AF_INLINE void ab_dkv(const gp__attn_bwd_params_t *pp, int D, int kind) {
   const int64_t blk = (int64_t)blockIdx.x;
   const int64_t ktile = blk % ktiles, hk = (blk / ktiles) % p->heads_kv, b = blk / ktiles / p->heads_kv;
   const int64_t group = p->heads_q / p->heads_kv;
-  const ab_seq_t sq = ab_sequence(p, b);
+  const ab_seq_t sq = ab_sequence(&bp, b);
   const int64_t k0 = ktile * GP__AMD_ATTN_BM;
   if (k0 >= sq.sk) return; /* no key of this sequence here (uniform: no barrier reached) */
   const int64_t k_last = (k0 + GP__AMD_ATTN_BM < sq.sk ? k0 + GP__AMD_ATTN_BM : sq.sk) - 1;
@@ -285,8 +287,8 @@ AF_INLINE void ab_dkv(const gp__attn_bwd_params_t *pp, int D, int kind) {
   }
   const float sl2 = p->scale * AB_LOG2E;
   const bool qvec = ab_vec16(p->q_bs, p->q_ss, p->q_hs, p->q), qvec4 = ab_vec4(p->q_bs, p->q_ss, p->q_hs, p->q);
-  const bool dovec = ab_vec16(bp.do_bs, bp.do_ss, bp.do_hs, bp.d_o);
-  const bool dovec4 = ab_vec4(bp.do_bs, bp.do_ss, bp.do_hs, bp.d_o);
+  const bool dovec = ab_vec16(p->o_bs, p->o_ss, p->o_hs, bp.d_o);
+  const bool dovec4 = ab_vec4(p->o_bs, p->o_ss, p->o_hs, bp.d_o);
 
   gp_amd_f32x16_t dk[4], dv[4];
   AF_UNROLL for (int ct = 0; ct < 4; ct++)
@@ -296,7 +298,7 @@ AF_INLINE void ab_dkv(const gp__attn_bwd_params_t *pp, int D, int kind) {
     const int64_t head = hk * group + hh;
     const AF_GLOBAL char *qb = (const AF_GLOBAL char *)p->q + (b * p->q_bs + sq.q_row0 * p->q_ss + head * p->q_hs) * 2;
     const AF_GLOBAL char *dob =
-        (const AF_GLOBAL char *)bp.d_o + (b * bp.do_bs + sq.q_row0 * bp.do_ss + head * bp.do_hs) * 2;
+        (const AF_GLOBAL char *)bp.d_o + (b * p->o_bs + sq.q_row0 * p->o_ss + head * p->o_hs) * 2;
     for (int64_t i0 = 0; i0 < sq.sq; i0 += BM) {
       const int64_t i1 = (i0 + BM < sq.sq ? i0 + BM : sq.sq) - 1;
       int64_t lo_t, hi_t, unused;
@@ -305,15 +307,15 @@ AF_INLINE void ab_dkv(const gp__attn_bwd_params_t *pp, int D, int kind) {
       if (hi_t < k0 || lo_t > k_last) continue; /* the tile sees no key of the block (uniform) */
       __syncthreads(); /* the previous tile's LDS is no longer read */
       ab_stage_rows(qt, qb, p->q_ss, qvec, i0, sq.sq, BM, D, tid);
-      ab_stage_rows(dot, dob, bp.do_ss, dovec, i0, sq.sq, BM, D, tid);
+      ab_stage_rows(dot, dob, p->o_ss, dovec, i0, sq.sq, BM, D, tid);
       ab_stage_t32(qtt, qb, p->q_ss, qvec4, i0, sq.sq, D, tid);
-      ab_stage_t32(dott, dob, bp.do_ss, dovec4, i0, sq.sq, D, tid);
+      ab_stage_t32(dott, dob, p->o_ss, dovec4, i0, sq.sq, D, tid);
       if (tid < BM) {
         const int64_t i = i0 + tid;
         const bool in = i < sq.sq;
         const int64_t li = ab_lse_index(p, b, head, &sq, in ? i : 0);
         lse2s[tid] = in ? p->lse[li] * AB_LOG2E : 0.0f;
-        deltas[tid] = in ? bp.delta[li] : 0.0f;
+        deltas[tid] = in ? bp.ws_d[ab_delta_index(p, head, &sq, i)] : 0.0f;
       }
       __syncthreads();
       if (!(wave_keys && hi_t >= kw0 && lo_t <= kw1)) continue;
@@ -355,8 +357,8 @@ AF_INLINE void ab_dkv(const gp__attn_bwd_params_t *pp, int D, int kind) {
 
   if (!valid) return;
   const int64_t krow = sq.k_row0 + jk;
-  const int64_t koff = b * bp.dk_bs + krow * bp.dk_ss + hk * bp.dk_hs;
-  const int64_t voff = b * bp.dv_bs + krow * bp.dv_ss + hk * bp.dv_hs;
+  const int64_t koff = b * p->k_bs + krow * p->k_ss + hk * p->k_hs;
+  const int64_t voff = b * p->v_bs + krow * p->v_ss + hk * p->v_hs;
   AF_UNROLL for (int ct = 0; ct < 4; ct++) {
     if (ct >= D / 32) continue;
     AF_UNROLL for (int r = 0; r < 16; r++) {

@@ -3,7 +3,7 @@
  * 2023, Algorithm 1), 64-lane wavefronts, in the gpuport dialect. Built by hipcc for
  * gfx90a / gfx940 (the hip backend runs it when it applies) and by the host compiler for
  * the CPU executor at warp width 64 with the MFMA emulated (GP_CPU_ATTENTION=mfma), so
- * this exact code is tested in CI against the float64 reference. src/attention_amd.c
+ * this exact code is tested in CI against the float64 reference. src/attention_mfma.c
  * chooses and launches it; it takes f16 and bf16 with head_dim == head_dim_v in
  * {32, 64, 128} (one kernel per type and head_dim), everything else runs the portable
  * kernel. Masks, GQA/MQA, varlen and lse are those of gpuport/attention.h
@@ -33,7 +33,7 @@
  *          tile's MFMAs (two barriers per tile); a wavefront whose rows see no key of the
  *          tile skips its MFMAs. K in 16-byte chunks, V transposed while staging (4 keys x
  *          2 columns per unit: four 32-bit loads, two 8-byte LDS stores); the LDS maps
- *          (src/kernels/amd_mfma_geometry.h) have no bank conflicts (test_amd_kernels.c).
+ *          (src/kernels/mfma.h) have no bank conflicts (test_amd_kernels.c).
  *   end    O / l to the output type, lse = ln 2 (m + log2 l); a row with no visible key
  *          stores zeros and lse = -inf.
  * Numerics: scores in f32 from exact 16-bit products, the softmax in base 2 with the
@@ -49,7 +49,7 @@
 #include <gpuport/amd_mfma.h>
 
 #include "attention_impl.h"
-#include "kernels/amd_mfma_geometry.h"
+#include "kernels/mfma.h"
 
 #define BN GP__AMD_ATTN_BN
 #define NT GP__AMD_ATTN_THREADS

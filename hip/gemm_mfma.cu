@@ -3,7 +3,7 @@
  * gpuport dialect. Built by hipcc for gfx90a / gfx940 (the hip backend runs it for every
  * GEMM) and by the host compiler for the CPU executor at warp width 64, where
  * gpuport/amd_mfma.h emulates each MFMA lane by lane (GP_CPU_GEMM=mfma), so this exact
- * code is tested in CI against the float64 reference. src/gemm_amd.c chooses and
+ * code is tested in CI against the float64 reference. src/gemm_mfma.c chooses and
  * launches it.
  *
  * Problem: the canonical column-major C = alpha op(A) op(B) + beta C of
@@ -54,8 +54,9 @@
 #include <gpuport/amd_mfma.h>
 #include <gpuport/blas.h>
 
-#include "kernels/amd_mfma_geometry.h"
+#include "kernels/mfma.h"
 #include "kernels/gemm_params.h"
+#include "kernels/gemm_epilogue.h"
 
 #define BM GP__AMD_GEMM_BM
 #define BN GP__AMD_GEMM_BN
@@ -111,39 +112,6 @@ MF_INLINE uint32_t mf_elem(const mf_opnd_t *o, int64_t row, int64_t kk, int es) 
   const int64_t i = o->kcontig ? kk + row * o->ld : row + kk * o->ld;
   if (es == 2) return ((const MF_GLOBAL uint16_t *)o->base)[i];
   return ((const MF_GLOBAL uint32_t *)o->base)[i];
-}
-
-MF_INLINE float mf_load_c(const void *base, int type, int64_t i) {
-  if (type == GP_F32) return ((const MF_GLOBAL float *)base)[i];
-  const uint16_t bits = ((const MF_GLOBAL uint16_t *)base)[i];
-  if (type == GP_F16) {
-    gp_f16_t h;
-    h.bits = bits;
-    return gp_f32_from_f16(h);
-  }
-  gp_bf16_t b;
-  b.bits = bits;
-  return gp_f32_from_bf16(b);
-}
-
-MF_INLINE void mf_store_c(void *base, int type, int64_t i, float v) {
-  if (type == GP_F16)
-    ((MF_GLOBAL uint16_t *)base)[i] = gp_f16_from_f32(v).bits;
-  else if (type == GP_BF16)
-    ((MF_GLOBAL uint16_t *)base)[i] = gp_bf16_from_f32(v).bits;
-  else
-    ((MF_GLOBAL float *)base)[i] = v;
-}
-
-/* The epilogues of gp_gemm_ex, as src/kernels/gemm.cu applies them. */
-GP_DEVICE float mf_epilogue(int epi, float x, float bias) {
-  if (epi == GP_EPILOGUE_NONE) return x;
-  x += bias;
-  if (epi == GP_EPILOGUE_BIAS_RELU) return x > 0.0f ? x : 0.0f;
-  if (epi == GP_EPILOGUE_BIAS_GELU) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-  if (epi == GP_EPILOGUE_BIAS_GELU_TANH)
-    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-  return x;
 }
 
 /* ---- staging: global -> registers -> LDS ------------------------------------------------- */
@@ -401,15 +369,7 @@ MF_INLINE void mf_gemm(const gp__gemm_params_t *pp, int kind) {
           const int64_t nw = n0 + 64 * wn + 32 * a;
           for (int e = lane; e < 32 * 64; e += 64) {
             const int64_t n = nw + e / 64, m = mw + e % 64;
-            if (m < p.m && n < p.n) {
-              const int64_t off = m + n * p.ldc;
-              float x = p.k > 0 ? p.alpha * wbuf[e] : 0.0f;
-              if (p.beta != 0.0f) x = fmaf(p.beta, mf_load_c(c, p.c_type, off), x);
-              float bias = 0.0f;
-              if (p.epilogue != GP_EPILOGUE_NONE)
-                bias = mf_load_c(p.bias, p.bias_type, p.bias_along_m ? m : n);
-              mf_store_c(c, p.c_type, off, mf_epilogue(p.epilogue, x, bias));
-            }
+            if (m < p.m && n < p.n) gemm_finish(&p, c, m, n, wbuf[e]);
           }
           gp_syncwarp();
         }

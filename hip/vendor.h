@@ -102,6 +102,14 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuErrorCooperativeLaunchTooLarge hipErrorCooperativeLaunchTooLarge
 #define gpuErrorNotSupported hipErrorNotSupported
 #define gpuErrorStreamCaptureUnsupported hipErrorStreamCaptureUnsupported
+#define gpuErrorStreamCaptureInvalidated hipErrorStreamCaptureInvalidated
+#define gpuErrorStreamCaptureMerge hipErrorStreamCaptureMerge
+#define gpuErrorStreamCaptureUnmatched hipErrorStreamCaptureUnmatched
+#define gpuErrorStreamCaptureUnjoined hipErrorStreamCaptureUnjoined
+#define gpuErrorStreamCaptureIsolation hipErrorStreamCaptureIsolation
+#define gpuErrorStreamCaptureImplicit hipErrorStreamCaptureImplicit
+#define gpuErrorCapturedEvent hipErrorCapturedEvent
+#define gpuErrorStreamCaptureWrongThread hipErrorStreamCaptureWrongThread
 
 /* ---- functions ---------------------------------------------------------------- */
 #define gpuGetErrorName hipGetErrorName
@@ -146,6 +154,119 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuLaunchKernel hipLaunchKernel
 #define gpuFuncSetAttribute hipFuncSetAttribute
+
+/* ---- graphs (src/gpu/graph.c) ------------------------------------------------------ */
+typedef hipGraph_t gpuGraph_t;
+typedef hipGraphExec_t gpuGraphExec_t;
+typedef hipStreamCaptureStatus gpuStreamCaptureStatus;
+typedef hipStreamCaptureMode gpuStreamCaptureMode;
+#define gpuStreamCaptureModeGlobal hipStreamCaptureModeGlobal
+#define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
+#define gpuStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define gpuStreamCaptureStatusActive hipStreamCaptureStatusActive
+#define gpuStreamCaptureStatusInvalidated hipStreamCaptureStatusInvalidated
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuStreamIsCapturing hipStreamIsCapturing
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphExecDestroy hipGraphExecDestroy
+#define gpuGraphGetNodes hipGraphGetNodes
+#define gpuStreamCaptureGraphName "hipStreamGetCaptureInfo_v2" /* for messages */
+#define gpuGraphInstantiateName "hipGraphInstantiate" /* for messages */
+
+static inline hipError_t gpuGraphInstantiate(hipGraphExec_t *exec, hipGraph_t graph) {
+  return hipGraphInstantiate(exec, graph, NULL, NULL, 0);
+}
+
+static inline hipError_t gpuStreamCaptureGraph(hipStream_t s, hipGraph_t *graph) {
+  hipStreamCaptureStatus st;
+  unsigned long long id;
+  const hipGraphNode_t *deps = NULL;
+  size_t ndeps = 0;
+  return hipStreamGetCaptureInfo_v2(s, &st, &id, graph, &deps, &ndeps);
+}
+
+#if HIP_VERSION_MAJOR >= 6
+/* As cudaUserObjectCreate: destroy(p) runs once nothing uses the graph any more. */
+#define GP__GPU_USER_OBJECTS 1
+static inline hipError_t gpuGraphOwn(hipGraph_t graph, void *p, void (*destroy)(void *)) {
+  hipUserObject_t o;
+  hipError_t e = hipUserObjectCreate(&o, p, destroy, 1, hipUserObjectNoDestructorSync);
+  if (e != hipSuccess) {
+    destroy(p);
+    return e;
+  }
+  e = hipGraphRetainUserObject(graph, o, 1, hipGraphUserObjectMove);
+  if (e != hipSuccess) (void)hipUserObjectRelease(o, 1);
+  return e;
+}
+#endif /* ROCm 5 has no user objects: host work is not captured there */
+
+/* ---- modules and runtime compilation (src/gpu/module.c) ------------------------------ */
+/* A module is a hipModule_t; its kernels are hipFunction_t handles, launched with
+ * hipModuleLaunchKernel (hipLaunchKernel takes only registered host stubs). */
+typedef hipModule_t gpuModule_t;
+#define gpuModuleUnload hipModuleUnload
+#define gpuModuleLoadName "hipModuleLoadData" /* for messages */
+#define gpuModuleGetKernelName "hipModuleGetFunction"
+#define gpuModuleLaunchName "hipModuleLaunchKernel"
+
+static inline hipError_t gpuModuleLoadData(hipModule_t *m, const void *image) {
+  return hipModuleLoadData(m, image);
+}
+static inline hipError_t gpuModuleGetKernel(const void **entry, hipModule_t m, const char *name) {
+  hipFunction_t f = NULL;
+  hipError_t e = hipModuleGetFunction(&f, m, name);
+  *entry = (const void *)f;
+  return e;
+}
+static inline hipError_t gpuModuleLaunch(const void *entry, dim3 grid, dim3 block, void **args,
+                                         size_t shmem, hipStream_t s) {
+  return hipModuleLaunchKernel((hipFunction_t)entry, grid.x, grid.y, grid.z, block.x, block.y,
+                               block.z, (unsigned)shmem, s, args, NULL);
+}
+/* AMD GPUs need no opt-in for dynamic LDS: nothing to raise. */
+static inline hipError_t gpuModuleSetMaxDynamicShared(const void *entry, int bytes) {
+  (void)entry;
+  (void)bytes;
+  return hipSuccess;
+}
+static inline hipError_t gpuOccupancy(int *blocks, const void *entry, bool module, int threads,
+                                      size_t shmem) {
+  if (module)
+    return hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (hipFunction_t)entry,
+                                                              threads, shmem);
+  return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, entry, threads, shmem);
+}
+static inline int gpuModuleKernelMaxThreads(const void *entry) {
+  int v = 0;
+  if (hipFuncGetAttribute(&v, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, (hipFunction_t)entry) !=
+      hipSuccess) {
+    (void)hipGetLastError();
+    return 0;
+  }
+  return v;
+}
+/* HIP cannot tell a module kernel's parameters. */
+static inline int gpuModuleKernelParams(const void *entry, uint16_t *sizes, int max) {
+  (void)entry;
+  (void)sizes;
+  (void)max;
+  return -1;
+}
+
+/* hipRTC: its own library on ROCm 6, inside libamdhip64 before. */
+#define GP__RTC_LIBS {"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.5", NULL}
+#define GP__RTC_NAME "hipRTC"
+#define GP__RTC_SYM(x) "hiprtc" #x
+#define GP__RTC_CODE_SIZE "hiprtcGetCodeSize"
+#define GP__RTC_CODE "hiprtcGetCode"
+#define GP__RTC_TEXT_SIZE NULL
+#define GP__RTC_TEXT NULL
+#define GP__RTC_ARCH_OPTION "--offload-arch="
+#define GP__RTC_ARCH_OPTIONS {"--offload-arch", "--gpu-architecture", NULL}
 
 /* ---- what differs beyond spelling ---------------------------------------------- */
 

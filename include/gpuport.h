@@ -11,7 +11,10 @@
 #include <gpuport/status.h>
 #include <gpuport/types.h>
 #include <gpuport/runtime.h>
+#include <gpuport/graph.h>
+#include <gpuport/module.h>
 #include <gpuport/blas.h>
 #include <gpuport/attention.h>
+#include <gpuport/comm.h>
 
 #endif /* GPUPORT_H */

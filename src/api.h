@@ -26,9 +26,10 @@ gp_status_t gp__api_check_device(const char *func, const char *arg, int dev);
  * them on every gp_launch, and the backend query may be a driver round trip. */
 gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **props);
 
-/* Checks that [ptr, ptr + extent) does not run past the end of the registered
- * allocation containing ptr (unregistered memory is not checked: it may be native or
- * plain host memory). GP_ERROR_INVALID_VALUE naming `arg` otherwise. */
+/* Checks that [ptr, ptr + extent) does not wrap around the address space (any memory)
+ * and does not run past the end of the registered allocation containing ptr (the
+ * length of unregistered memory is not known: it may be native or plain host memory).
+ * GP_ERROR_INVALID_VALUE naming `arg` otherwise. */
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent);
 

@@ -85,7 +85,14 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent) {
   gp__alloc_info_t info;
-  if (extent == 0 || !gp__alloc_find(ptr, &info)) return GP_SUCCESS;
+  if (extent == 0) return GP_SUCCESS;
+  /* No memory ends past the top of the address space: such an extent is a size gone
+   * negative ((size_t)-1), caught here even for memory gpuport does not know. */
+  if (extent - 1 > UINTPTR_MAX - (uintptr_t)ptr)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'%s' range of %zu bytes at %p wraps around the address space", arg,
+                     extent, ptr);
+  if (!gp__alloc_find(ptr, &info)) return GP_SUCCESS;
   size_t off = (size_t)((const char *)ptr - (const char *)info.base);
   if (extent > info.bytes - off)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
@@ -181,6 +188,7 @@ GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device) {
 GP_API gp_status_t gp_device_synchronize(void) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   GP__TRY(gp__be_device_synchronize());
   return gp__async_error_report(gp__current_device(), __func__);
 }
@@ -188,6 +196,7 @@ GP_API gp_status_t gp_device_synchronize(void) {
 GP_API gp_status_t gp_device_reset(void) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   return gp__be_device_reset();
 }
 
@@ -210,7 +219,8 @@ GP_API gp_status_t gp_device_enable_peer_access(int peer) {
 }
 
 GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest) {
-  GP__TRY(gp__api_init(__func__));
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n)); /* the backends ask the current device */
   int l = 0, g = 0;
   GP__TRY(gp__be_stream_priority_range(&l, &g));
   if (least) *least = l;

@@ -4,9 +4,38 @@
  * enqueued (API.md "Kernels"); and the per-kernel dynamic shared memory limits of
  * gp_kernel_set_max_dynamic_shared(), which every backend's launch check reads.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "api.h"
 #include "launch.h"
+
+/* ---- is a kernel pointer readable? ------------------------------------------------------ */
+
+/* A gp_kernel_t is a pointer to a descriptor in the application's image; a stray value
+ * (an uninitialised variable, an integer) must give GP_ERROR_INVALID_HANDLE, not a
+ * segfault in the check that reads its magic. Whether its bytes are mapped is asked of
+ * the OS (msync fails with ENOMEM on unmapped pages) until the descriptor has passed
+ * every check once: descriptors that passed are remembered, so launches of known
+ * kernels make no system call. (Mapped memory holding garbage fails the magic check.) */
+#define GP__KNOWN_KERNELS 64
+static _Atomic(const void *) g_known[GP__KNOWN_KERNELS];
+
+static size_t known_slot(gp_kernel_t k) { return ((uintptr_t)k >> 4) % GP__KNOWN_KERNELS; }
+
+static bool kernel_readable(gp_kernel_t k) {
+  if ((uintptr_t)k % alignof(struct gp_kernel_s) != 0) return false;
+  if (atomic_load_explicit(&g_known[known_slot(k)], memory_order_relaxed) == (const void *)k)
+    return true;
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t ps = page > 0 ? (uintptr_t)page : 4096u;
+  uintptr_t first = (uintptr_t)k & ~(ps - 1), end = (uintptr_t)k + sizeof(struct gp_kernel_s);
+  if (end < (uintptr_t)k) return false;
+  return msync((void *)first, end - first, MS_ASYNC) == 0 || errno != ENOMEM;
+}
 
 /* ---- per-kernel dynamic shared memory limits ------------------------------------------ */
 
@@ -47,10 +76,26 @@ static gp_status_t shmem_table_set(gp_kernel_t kernel, size_t bytes) {
   return s;
 }
 
+void gp__kernel_forget(gp_kernel_t kernel) {
+  pthread_mutex_lock(&g_shmem_mu);
+  for (int i = 0; i < g_shmem_n; i++) {
+    if (g_shmem[i].kernel == kernel) {
+      g_shmem[i] = g_shmem[--g_shmem_n];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_shmem_mu);
+}
+
 /* ---- checks ------------------------------------------------------------------------------ */
 
 gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
   if (k == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'kernel' is NULL");
+  if (!kernel_readable(k))
+    return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                     "'kernel' (%p) is not the address of a kernel descriptor (unaligned "
+                     "or unmapped): name kernels with GP_KERNEL_REF()",
+                     (const void *)k);
   if (k->magic != GP_KERNEL_MAGIC)
     return gp__error(GP_ERROR_INVALID_HANDLE, func,
                      "'kernel' (%p) is not a kernel descriptor (magic 0x%08x): name kernels "
@@ -65,14 +110,22 @@ gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
     return gp__error(GP_ERROR_INVALID_IMAGE, func,
                      "'kernel' '%s' was compiled for backend %d, this library is the %s backend",
                      k->name ? k->name : "?", k->backend, gp_backend_name());
+  /* The CPU executor needs both entry points (a block runs plainly until its first
+   * barrier, then as fibers): checked here, so a bad descriptor fails before anything
+   * is enqueued rather than as an asynchronous error. */
   bool has_entry = GP__BACKEND == GP_BACKEND_CPU
-                       ? (k->cpu_run_block != NULL || k->cpu_run_thread != NULL)
+                       ? (k->cpu_run_block != NULL && k->cpu_run_thread != NULL)
                        : k->gpu_entry != NULL;
   if (!has_entry || k->num_params < 0 || (k->num_params > 0 && k->param_sizes == NULL))
     return gp__error(GP_ERROR_INVALID_IMAGE, func,
                      "'kernel' '%s' has an incomplete descriptor (no entry point or "
                      "parameter sizes)",
                      k->name ? k->name : "?");
+  if (k->warp_size != 32 && k->warp_size != 64)
+    return gp__error(GP_ERROR_INVALID_IMAGE, func,
+                     "'kernel' '%s' was compiled for warp width %d; gpuport builds 32 or 64",
+                     k->name ? k->name : "?", k->warp_size);
+  atomic_store_explicit(&g_known[known_slot(k)], (const void *)k, memory_order_relaxed);
   return GP_SUCCESS;
 }
 
@@ -111,6 +164,7 @@ static gp_status_t check_config(const char *func, gp_kernel_t k, gp_dim3_t grid,
 }
 
 static gp_status_t check_args(const char *func, gp_kernel_t k, void **args) {
+  if (k->flags & GP__KFLAG_PARAMS_UNKNOWN) return GP_SUCCESS; /* the native runtime checks */
   if (k->num_params > 0 && args == NULL)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
                      "'args' is NULL but kernel '%s' has %d parameters", k->name ? k->name : "?",
@@ -153,6 +207,6 @@ GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t b
 }
 
 GP_API const char *gp_kernel_name(gp_kernel_t kernel) {
-  if (kernel == NULL || kernel->magic != GP_KERNEL_MAGIC) return NULL;
+  if (kernel == NULL || !kernel_readable(kernel) || kernel->magic != GP_KERNEL_MAGIC) return NULL;
   return kernel->name;
 }

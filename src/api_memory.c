@@ -63,6 +63,13 @@ static gp_status_t claim(const char *func, void *ptr, unsigned kinds, gp__alloc_
   return GP_SUCCESS;
 }
 
+/* A release the native runtime refused (during a stream capture, say) leaves the memory
+ * allocated: it goes back in the registry, so it can still be freed later. */
+static gp_status_t unclaim_on_failure(const gp__alloc_info_t *info, gp_status_t st) {
+  if (st != GP_SUCCESS) (void)gp__alloc_register(info->base, info->bytes, info->kind, info->device);
+  return st;
+}
+
 /* Registers a fresh allocation; undoes it when the registry cannot take it. */
 static gp_status_t register_new(void **ptr, void *p, size_t bytes, gp__alloc_kind_t kind) {
   int dev = gp__current_device();
@@ -87,6 +94,7 @@ GP_API gp_status_t gp_malloc(void **ptr, size_t bytes) {
   *ptr = NULL;
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   if (bytes == 0) return GP_SUCCESS;
   void *p = NULL;
   GP__TRY(gp__be_malloc(&p, bytes));
@@ -96,15 +104,17 @@ GP_API gp_status_t gp_malloc(void **ptr, size_t bytes) {
 GP_API gp_status_t gp_free(void *ptr) {
   if (ptr == NULL) return GP_SUCCESS;
   GP__TRY(gp__api_init(__func__));
+  GP__TRY(gp__be_capture_guard(__func__));
   gp__alloc_info_t info;
   GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_DEVICE | 1u << GP__ALLOC_MANAGED, &info));
-  return gp__be_free(ptr, &info);
+  return unclaim_on_failure(&info, gp__be_free(ptr, &info));
 }
 
 GP_API gp_status_t gp_malloc_host(void **ptr, size_t bytes) {
   GP__CHECK_NOT_NULL(ptr);
   *ptr = NULL;
   GP__TRY(gp__api_init(__func__));
+  GP__TRY(gp__be_capture_guard(__func__));
   if (bytes == 0) return GP_SUCCESS;
   void *p = NULL;
   GP__TRY(gp__be_malloc_host(&p, bytes));
@@ -114,9 +124,10 @@ GP_API gp_status_t gp_malloc_host(void **ptr, size_t bytes) {
 GP_API gp_status_t gp_free_host(void *ptr) {
   if (ptr == NULL) return GP_SUCCESS;
   GP__TRY(gp__api_init(__func__));
+  GP__TRY(gp__be_capture_guard(__func__));
   gp__alloc_info_t info;
   GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_HOST, &info));
-  return gp__be_free_host(ptr);
+  return unclaim_on_failure(&info, gp__be_free_host(ptr));
 }
 
 GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes) {
@@ -124,6 +135,7 @@ GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes) {
   *ptr = NULL;
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   if (bytes == 0) return GP_SUCCESS;
   void *p = NULL;
   GP__TRY(gp__be_malloc_managed(&p, bytes));
@@ -136,10 +148,11 @@ GP_API gp_status_t gp_host_register(void *ptr, size_t bytes) {
   GP__CHECK_ARG(bytes - 1 <= UINTPTR_MAX - (uintptr_t)ptr,
                 "'ptr' + 'bytes' (%p + %zu) wraps around the address space", ptr, bytes);
   GP__TRY(gp__api_init(__func__));
+  GP__TRY(gp__be_capture_guard(__func__));
   gp__alloc_info_t info;
-  /* Both ends: the registry answers point queries; a range strictly inside the new one
-   * is caught by the native runtime on the GPU backends. */
-  if (gp__alloc_find(ptr, &info) || gp__alloc_find((char *)ptr + bytes - 1, &info))
+  /* Any overlap, including a registered range strictly inside the new one: the
+   * registry's entries must stay disjoint for its lookups to be right. */
+  if (gp__alloc_find_overlap(ptr, bytes, &info))
     return GP__ERR(GP_ERROR_INVALID_VALUE,
                    "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
                    bytes, alloc_fn(info.kind), info.bytes, info.base);
@@ -152,9 +165,10 @@ GP_API gp_status_t gp_host_register(void *ptr, size_t bytes) {
 GP_API gp_status_t gp_host_unregister(void *ptr) {
   GP__CHECK_NOT_NULL(ptr);
   GP__TRY(gp__api_init(__func__));
+  GP__TRY(gp__be_capture_guard(__func__));
   gp__alloc_info_t info;
   GP__TRY(claim(__func__, ptr, 1u << GP__ALLOC_REGISTERED, &info));
-  return gp__be_host_unregister(ptr);
+  return unclaim_on_failure(&info, gp__be_host_unregister(ptr));
 }
 
 GP_API gp_status_t gp_malloc_async(void **ptr, size_t bytes, gp_stream_t stream) {
@@ -232,6 +246,7 @@ static gp_status_t sync_result(const char *func, gp_status_t s) {
 GP_API gp_status_t gp_memcpy(void *dst, const void *src, size_t bytes) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   GP__TRY(check_copy(__func__, dst, src, bytes));
   if (bytes == 0) return GP_SUCCESS;
   return sync_result(__func__, gp__be_memcpy_2d_async(dst, bytes, src, bytes, bytes, 1,
@@ -252,6 +267,7 @@ GP_API gp_status_t gp_memcpy_2d(void *dst, size_t dpitch, const void *src, size_
                                 size_t width_bytes, size_t height) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   GP__TRY(check_copy_2d(__func__, dst, dpitch, src, spitch, width_bytes, height));
   if (width_bytes == 0 || height == 0) return GP_SUCCESS;
   return sync_result(__func__, gp__be_memcpy_2d_async(dst, dpitch, src, spitch, width_bytes,
@@ -292,6 +308,7 @@ static gp_status_t check_peer(const char *func, void *dst, int dst_device, const
 GP_API gp_status_t gp_memcpy_peer(void *dst, int dst_device, const void *src, int src_device,
                                   size_t bytes) {
   GP__TRY(check_peer(__func__, dst, dst_device, src, src_device, bytes));
+  GP__TRY(gp__be_capture_guard(__func__));
   if (bytes == 0) return GP_SUCCESS;
   return sync_result(__func__, gp__be_memcpy_peer_async(dst, dst_device, src, src_device,
                                                         bytes, GP_STREAM_LEGACY, true));
@@ -326,6 +343,7 @@ static gp_status_t check_set_d32(const char *func, void *ptr, size_t count) {
 GP_API gp_status_t gp_memset(void *ptr, int value, size_t bytes) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   GP__TRY(check_set(__func__, ptr, bytes));
   if (bytes == 0) return GP_SUCCESS;
   return sync_result(__func__, gp__be_memset_async(ptr, value, bytes, GP_STREAM_LEGACY, true));
@@ -344,6 +362,7 @@ GP_API gp_status_t gp_memset_async(void *ptr, int value, size_t bytes, gp_stream
 GP_API gp_status_t gp_memset_d32(void *ptr, uint32_t value, size_t count) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
+  GP__TRY(gp__be_capture_guard(__func__));
   GP__TRY(check_set_d32(__func__, ptr, count));
   if (count == 0) return GP_SUCCESS;
   return sync_result(__func__,

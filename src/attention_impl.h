@@ -9,6 +9,8 @@
 #ifndef GP_ATTENTION_IMPL_H
 #define GP_ATTENTION_IMPL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <gpuport/export.h>
 #include <gpuport/status.h>
@@ -57,8 +59,10 @@ static inline GP_HOST_DEVICE void gp__attn_key_range(int64_t i, int64_t sq, int6
 
 /* Environment switch of the CPU backend: GP_CPU_ATTENTION=portable runs the portable
  * dialect kernel on the SIMT executor instead of the tiled host implementation;
- * GP_CPU_ATTENTION=mfma runs what the hip backend runs (the AMD MFMA kernels where they
- * apply, MFMA emulated at wave64, else the portable kernel). */
+ * GP_CPU_ATTENTION=sm80 runs the cuda/ sm_80 kernels there, their mma.sync, ldmatrix
+ * and cp.async emulated, with the portable kernel where they do not apply (as on a GPU);
+ * GP_CPU_ATTENTION=mfma runs the hip/ AMD MFMA kernels there at wave64, each MFMA
+ * emulated, with the portable kernel where they do not apply (as the hip backend). */
 #define GP__ATTN_ENV "GP_CPU_ATTENTION"
 
 /* Geometry of the portable kernel (src/kernels/attention.cu), shared with its launch:
@@ -82,23 +86,176 @@ static inline GP_HOST_DEVICE int64_t gp__attn_kernel_smem_floats(int64_t d, int6
   return GP__ATTN_KQ * d + bk * (dmax + 1) + GP__ATTN_KQ * bk;
 }
 
+/* Query rows of a sequence (sq queries, sk keys) that see at least one key of
+ * [j0, j1]: the inclusive range [*ilo, *ihi], empty when *ilo > *ihi. Row i sees keys
+ * [lo(i), hi(i)] (gp__attn_key_range), both nondecreasing in i, so these are the rows
+ * with hi(i) >= j0 and lo(i) <= j1; each such row's range is non-empty and meets
+ * [j0, j1] (0 <= j0 <= j1 <= sk - 1). */
+static inline GP_HOST_DEVICE void gp__attn_query_range(int64_t j0, int64_t j1, int64_t sq,
+                                                       int64_t sk, int64_t wl, int64_t wr,
+                                                       int64_t *ilo, int64_t *ihi) {
+  int64_t off = sk - sq, a = 0, b = sq - 1;
+  if (wr >= 0 && j0 - off - wr > a) a = j0 - off - wr;
+  if (wl >= 0 && j1 - off + wl < b) b = j1 - off + wl;
+  *ilo = a;
+  *ihi = b;
+}
+
+/* ---- backward ------------------------------------------------------------------------
+ * One checked gp_attention_bwd call: the forward's parameters (o and lse are the
+ * forward's outputs, read here), the gradients, and the workspace carved by
+ * src/attention.c. d_o has o's strides; dq, dk and dv have q's, k's and v's. Rows of the
+ * workspace arrays are packed query (key) rows: b * seqlen_q + i, or with varlen
+ * cu_seqlens_q[b] - cu_seqlens_q[0] + i, so rows_q = batch * seqlen_q bounds them. */
+typedef struct gp__attn_bwd_params {
+  gp__attn_params_t f;
+  const void *d_o;
+  void *dq, *dk, *dv;
+  float *ws_d;          /* D = rowsum(dO * O), f32 [rows_q][heads_q] */
+  float *ws_dq;         /* dq accumulator (unscaled), f32 [nslices][rows_q][heads_q][head_dim] */
+  float *ws_dk, *ws_dv; /* GQA/MQA: per-query-head dk (unscaled) and dv before the group sum,
+                           f32 [rows_k][heads_q][head_dim or head_dim_v]; NULL when
+                           heads_q == heads_kv (the gradients are written directly) */
+  int64_t rows_q, rows_k; /* batch * seqlen_q, batch * seqlen_k */
+  int64_t nslices;      /* dq accumulator slices in use: 1, or one per split (deterministic) */
+  int64_t nsplit;       /* blocks (work items) sharing one (sequence, query head); split s
+                           takes key blocks s, s + nsplit, ... */
+  int deterministic;    /* split s accumulates dq into slice s alone, in key-block order */
+} gp__attn_bwd_params_t;
+
+/* One sequence of a backward call: its lengths, its first row in the tensors and its
+ * first row in the workspace arrays. A varlen sequence longer than seqlen_q / seqlen_k
+ * (a caller error the host implementation reports) is cut there, and one whose rows
+ * would leave the workspace is emptied, so every kernel's writes stay inside it. */
+typedef struct gp__attn_bwd_seq {
+  int64_t sq, sk, q0, k0, wq, wk;
+} gp__attn_bwd_seq_t;
+
+static inline GP_HOST_DEVICE gp__attn_bwd_seq_t gp__attn_bwd_sequence(const gp__attn_bwd_params_t *p,
+                                                                     int64_t b) {
+  gp__attn_bwd_seq_t s;
+  s.sq = p->f.seqlen_q, s.sk = p->f.seqlen_k, s.q0 = 0, s.k0 = 0;
+  s.wq = b * p->f.seqlen_q, s.wk = b * p->f.seqlen_k;
+  if (p->f.cu_q) {
+    s.q0 = p->f.cu_q[b], s.k0 = p->f.cu_k[b];
+    s.sq = p->f.cu_q[b + 1] - s.q0, s.sk = p->f.cu_k[b + 1] - s.k0;
+    s.wq = s.q0 - p->f.cu_q[0], s.wk = s.k0 - p->f.cu_k[0];
+    if (s.sq > p->f.seqlen_q) s.sq = p->f.seqlen_q;
+    if (s.sk > p->f.seqlen_k) s.sk = p->f.seqlen_k;
+    if (s.sq < 0 || s.wq < 0 || s.wq + s.sq > p->rows_q) s.sq = 0;
+    if (s.sk < 0 || s.wk < 0 || s.wk + s.sk > p->rows_k) s.sk = 0;
+  }
+  return s;
+}
+
+/* Deterministic mode's dq slices for a shape: enough (sequence, head, split) work for
+ * GP__ATTN_BWD_SPLIT_TARGET parallel blocks, at most one per 64 keys. It depends on the
+ * shape alone, so results do not depend on the device or the thread count. */
+#define GP__ATTN_BWD_SPLIT_TARGET 128
+static inline int64_t gp__attn_bwd_splits(int64_t batch, int64_t heads_q, int64_t seqlen_k) {
+  int64_t bh = batch * heads_q, n = (GP__ATTN_BWD_SPLIT_TARGET + bh - 1) / bh;
+  int64_t kb = (seqlen_k + 63) / 64;
+  if (n > kb) n = kb;
+  return n < 1 ? 1 : n;
+}
+
+/* Geometry of the portable backward kernel (src/kernels/attention_bwd.cu): a key tile of
+ * gp__attn_bwd_block_k() rows is held for the whole block while query tiles of
+ * gp__attn_bwd_block_q() rows stream past. block_k * max(head_dim, head_dim_v) is at most
+ * GP__ATTN_BWD_TILE, the per-block dk and dv accumulators (GP__ATTN_BWD_TILE /
+ * (GP__ATTN_KWARPS * GP_WARP_SIZE) f32 registers per thread each). Shared memory (f32):
+ * K [bk][d + 1], V [bk][dv + 1], Q [bq][d], dO [bq][dv], P and dS [bq][bk], lse and D [bq]:
+ * at most 43,328 bytes (head_dim 128), under the 48 KiB every target grants without opt-in. */
+#define GP__ATTN_BWD_TILE 4096
+static inline GP_HOST_DEVICE int gp__attn_bwd_block_k(int64_t dmax) {
+  return dmax <= 64 ? 64 : dmax <= 128 ? 32 : 16;
+}
+static inline GP_HOST_DEVICE int gp__attn_bwd_block_q(int64_t dmax) { return dmax <= 128 ? 8 : 4; }
+static inline GP_HOST_DEVICE int64_t gp__attn_bwd_smem_floats(int64_t d, int64_t dv) {
+  int64_t dmax = d > dv ? d : dv, bk = gp__attn_bwd_block_k(dmax), bq = gp__attn_bwd_block_q(dmax);
+  return bk * (d + 1) + bk * (dv + 1) + bq * (d + dv) + 2 * bq * bk + 2 * bq;
+}
+
+/* The four kernels of one build of the portable backward: preprocess (D, zeroed dq
+ * accumulator), main (loop over key blocks), dq postprocess, dk/dv group sum. */
+typedef struct gp__attn_bwd_kernels {
+  gp_kernel_t pre, main, dq, dkv;
+} gp__attn_bwd_kernels_t;
+
 /* CPU backend: enqueues the tiled host implementation on stream (already resolved)
  * in stream order; p is copied. Writes a short name of the implementation chosen (for
  * the INFO line) into what. Defined in src/cpu/attention_cpu.c. */
 gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, char *what,
                                   size_t what_len);
 
-/* hip and cpu backends (src/attention_amd.c): whether the AMD MFMA kernels
- * (hip/attention_mfma.cu) take p; 1 with *kernel set, or 0 with the reason in why. The
- * launch of that kernel, with its description (for the INFO line) in what. */
-int gp__attn_amd_choose(const gp__attn_params_t *p, gp_kernel_t *kernel, char *why, size_t why_len);
-gp_status_t gp__attn_amd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp_kernel_t kernel,
-                                char *what, size_t what_len);
+/* CPU backend: enqueues the tiled host backward (src/cpu/attention_bwd_cpu.c) on stream
+ * (already resolved); p is copied, its nslices is the workspace's. */
+gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, char *what,
+                                  size_t what_len);
 
 /* gp_attention_fwd running a given build of the portable kernel (the tests run a
  * width-64 build on the CPU executor, as HIP runs it). Defined in src/attention.c. */
 gp_status_t gp__attention_fwd_kernel(gp_stream_t stream, const gp_attention_desc_t *desc,
                                      gp_kernel_t kernel);
+
+/* gp_attention_bwd running a given build of the portable kernels (the tests run the
+ * width-64 build on the CPU executor). Defined in src/attention.c. */
+gp_status_t gp__attention_bwd_kernels(gp_stream_t stream, const gp_attention_desc_t *desc,
+                                      const void *d_o, void *dq, void *dk, void *dv,
+                                      void *workspace, size_t workspace_bytes,
+                                      const gp__attn_bwd_kernels_t *kernels);
+
+/* The sm_80 kernels (cuda/attention_sm80.cu, cuda/attention_bwd_sm80.cu;
+ * src/attention_sm80.c). */
+typedef struct gp__attn_sm80_plan {
+  gp_kernel_t kernel;
+  int bwd, bf16, dim_index;
+  unsigned blocks, threads; /* backward: blocks are set at launch, with the split */
+  size_t smem;     /* dynamic shared memory, bytes */
+  char name[192];  /* the kernel and its configuration, for the log line */
+} gp__attn_sm80_plan_t;
+/* The one place that decides whether an sm_80 kernel runs p (cuda: a device of compute
+ * capability 8.0 or above; cpu: GP_CPU_ATTENTION=sm80; hip: never) and which one. False
+ * when they do not apply; when they are enabled but p does not fit them, why receives
+ * the reason (for the log line). */
+bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
+                          size_t why_len);
+/* Launches the chosen forward kernel on the caller's (unresolved) stream. */
+gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
+                                 const gp__attn_sm80_plan_t *plan);
+/* The same choice for the backward's main kernel (the portable preprocess and
+ * postprocess kernels run around it; its key blocks are GP__SM80_BWD_BN keys). */
+bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
+                              char *why, size_t why_len);
+/* Launches it with blocks = nsplit * batch * heads_q blocks (bp->nsplit set). */
+gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
+                                     const gp__attn_sm80_plan_t *plan, int64_t blocks);
+
+/* The AMD MFMA kernels (hip/attention_mfma.cu, hip/attention_bwd_mfma.cu;
+ * src/attention_mfma.c). The backward runs two kernels in stream order: dq (and delta
+ * into ws_d), then dk and dv; neither uses atomics or the dq accumulator. */
+typedef struct gp__attn_mfma_plan {
+  gp_kernel_t kernel;     /* forward; backward: the dq kernel */
+  gp_kernel_t kernel_dkv; /* backward: the dk/dv kernel; NULL for the forward */
+  int bwd;
+  unsigned blocks, blocks_dkv, threads;
+  size_t smem, smem_dkv;  /* dynamic LDS, bytes */
+  char name[256];         /* the kernels and their configuration, for the log line */
+} gp__attn_mfma_plan_t;
+/* The one place that decides whether the MFMA kernels run p (hip: always where they fit;
+ * cpu: GP_CPU_ATTENTION=mfma; cuda: never) and which one. False when they do not apply;
+ * when they are enabled but p does not fit them, why receives the reason. */
+bool gp__attn_mfma_choose(const gp__attn_params_t *p, gp__attn_mfma_plan_t *plan, char *why,
+                          size_t why_len);
+/* Launches the chosen forward kernel on the caller's (unresolved) stream. */
+gp_status_t gp__attn_mfma_launch(gp_stream_t stream, const gp__attn_params_t *p,
+                                 const gp__attn_mfma_plan_t *plan);
+/* The same choice for the backward (f16/bf16, head_dim == head_dim_v in 32, 64, 128). */
+bool gp__attn_bwd_mfma_choose(const gp__attn_bwd_params_t *bp, gp__attn_mfma_plan_t *plan,
+                              char *why, size_t why_len);
+/* Launches the dq kernel, then the dk/dv kernel, on the caller's (unresolved) stream. */
+gp_status_t gp__attn_bwd_mfma_launch(gp_stream_t stream, const gp__attn_bwd_params_t *bp,
+                                     const gp__attn_mfma_plan_t *plan);
 
 #ifdef __cplusplus
 }

@@ -24,8 +24,10 @@ typedef enum gp__gemm_cpu_mode {
   GP__GEMM_CPU_PACKED = 1,   /* OpenBLAS on f32 tiles converted into scratch, always
                                 (GP_CPU_GEMM=packed); the path f16/bf16 always take */
   GP__GEMM_CPU_PORTABLE = 2, /* the dialect kernel on the SIMT executor (GP_CPU_GEMM=portable) */
-  GP__GEMM_CPU_MFMA = 3      /* the AMD MFMA kernels of hip/ at wave64, MFMA emulated
-                                (GP_CPU_GEMM=mfma): the hip backend's choice and code */
+  GP__GEMM_CPU_SM80 = 3,     /* the cuda/ sm_80 kernels on the executor, their mma.sync,
+                                ldmatrix and cp.async emulated (GP_CPU_GEMM=sm80) */
+  GP__GEMM_CPU_MFMA = 4      /* the hip/ AMD MFMA kernels on the executor at wave64, each
+                                MFMA emulated lane by lane (GP_CPU_GEMM=mfma) */
 } gp__gemm_cpu_mode_t;
 
 /* The mode in effect: the last gp__gemm_set_cpu_mode() value, else GP_CPU_GEMM. */
@@ -51,10 +53,34 @@ gp_status_t gp__gemm_launch_portable(gp_stream_t stream, const gp__gemm_params_t
 /* Name of the portable kernel and its tile, for the log line. */
 extern const char gp__gemm_portable_kernel_name[];
 
-/* hip and cpu backends (src/gemm_amd.c): the AMD MFMA kernel for p (set in *kernel) and
- * its name for the log line; the launch of that choice on the caller's stream. */
-const char *gp__gemm_amd_choose(const gp__gemm_params_t *p, gp_kernel_t *kernel);
-gp_status_t gp__gemm_amd_launch(gp_stream_t stream, const gp__gemm_params_t *p);
+/* The sm_80 kernels (cuda/gemm_sm80.cu; src/gemm_sm80.c). */
+typedef struct gp__gemm_sm80_plan {
+  gp_kernel_t kernel;
+  unsigned grid_x, grid_z, threads;
+  size_t smem;     /* dynamic shared memory, bytes */
+  int vec;         /* mma kernels: 1 16-byte cp.async, 0 plain loads; -1: the f32 kernel */
+  char name[160];  /* the kernel and its configuration, for the log line */
+} gp__gemm_sm80_plan_t;
+/* The one place that decides whether the sm_80 kernels run p (cuda: a device of compute
+ * capability 8.0 or above; cpu: GP_CPU_GEMM=sm80; hip: never) and which one; false when
+ * they do not apply. */
+bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan);
+/* Launches the chosen kernel on the caller's (unresolved) stream. */
+gp_status_t gp__gemm_sm80_launch(gp_stream_t stream, const gp__gemm_params_t *p,
+                                 const gp__gemm_sm80_plan_t *plan);
+
+/* The AMD MFMA kernels (hip/gemm_mfma.cu; src/gemm_mfma.c). */
+typedef struct gp__gemm_mfma_plan {
+  gp_kernel_t kernel;
+  unsigned grid_x, grid_y, grid_z, threads;
+  char name[160];  /* the kernel and its configuration, for the log line */
+} gp__gemm_mfma_plan_t;
+/* The one place that decides whether the MFMA kernels run p (hip: always; cpu:
+ * GP_CPU_GEMM=mfma; cuda: never) and which one; false when they do not apply. */
+bool gp__gemm_mfma_choose(const gp__gemm_params_t *p, gp__gemm_mfma_plan_t *plan);
+/* Launches the chosen kernel on the caller's (unresolved) stream. */
+gp_status_t gp__gemm_mfma_launch(gp_stream_t stream, const gp__gemm_params_t *p,
+                                 const gp__gemm_mfma_plan_t *plan);
 
 #ifdef __cplusplus
 }

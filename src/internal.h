@@ -110,13 +110,19 @@ gp_status_t gp__alloc_register(void *base, size_t bytes, gp__alloc_kind_t kind, 
 gp_status_t gp__alloc_unregister(void *base, gp__alloc_info_t *removed);
 /* Finds the allocation containing ptr (interior pointers included). */
 bool gp__alloc_find(const void *ptr, gp__alloc_info_t *info);
+/* Finds an allocation sharing at least one byte with [ptr, ptr + bytes) (the range must
+ * not wrap around the address space). */
+bool gp__alloc_find_overlap(const void *ptr, size_t bytes, gp__alloc_info_t *info);
 /* Removes and returns (through cb) every allocation of device, for gp_device_reset. */
 void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void *), void *user);
 
 /* ---- handle registry -------------------------------------------------------------- */
 /* Live handles (streams, events, ...) are kept in a set, so a destroyed or foreign
  * handle is detected without reading freed memory. */
-typedef enum gp__handle_kind { GP__H_STREAM = 1, GP__H_EVENT = 2 } gp__handle_kind_t;
+typedef enum gp__handle_kind {
+  GP__H_STREAM = 1, GP__H_EVENT = 2, GP__H_GRAPH = 3, GP__H_GRAPH_EXEC = 4, GP__H_MODULE = 5,
+  GP__H_COMM = 6
+} gp__handle_kind_t;
 gp_status_t gp__handle_add(const void *h, gp__handle_kind_t kind);
 bool gp__handle_remove(const void *h, gp__handle_kind_t kind);
 bool gp__handle_valid(const void *h, gp__handle_kind_t kind);
@@ -193,9 +199,50 @@ gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t byte
  * cudaLaunchHostFunc. Used by the CPU GEMM/attention implementations. The function
  * returns a status; a failure becomes the device's asynchronous error. */
 typedef gp_status_t (*gp__host_work_fn)(void *user);
-/* Enqueues fn(user) and, when done (or dropped), free(user) if free_user is true. */
+/* Enqueues fn(user) and, when done (or dropped), free(user) if free_user is true.
+ * Captured into a graph (gpuport/graph.h), the work runs at every launch of the graph:
+ * with free_user, the graph keeps the record as it was when captured (the
+ * malloc_usable_size bytes at user) and each run gets a fresh copy of it, so work that
+ * consumes its record (a shared counter of work items) replays correctly; the graph
+ * frees the record when it is destroyed. Without free_user, fn(user) runs as is at
+ * every launch, and user must outlive the graph. */
 gp_status_t gp__be_enqueue_host_work(gp_stream_t stream, gp__host_work_fn fn, void *user,
                                      bool free_user);
+
+/* ---- graphs (gpuport/graph.h) ------------------------------------------------------ */
+/* Stream capture. The api layer has resolved the stream and rejected the legacy stream. */
+gp_status_t gp__be_stream_begin_capture(gp_stream_t stream, gp_capture_mode_t mode);
+gp_status_t gp__be_stream_end_capture(gp_stream_t stream, gp_graph_t *graph);
+gp_status_t gp__be_stream_is_capturing(gp_stream_t stream, gp_capture_status_t *status);
+gp_status_t gp__be_graph_node_count(gp_graph_t graph, size_t *count);
+gp_status_t gp__be_graph_instantiate(gp_graph_exec_t *exec, gp_graph_t graph);
+gp_status_t gp__be_graph_launch(gp_graph_exec_t exec, gp_stream_t stream);
+gp_status_t gp__be_graph_destroy(gp_graph_t graph);
+gp_status_t gp__be_graph_exec_destroy(gp_graph_exec_t exec);
+/* Called by the api layer first thing in every call a capture forbids (allocation and
+ * release, synchronous copies and sets, device synchronisation): GP_ERROR_NOT_SUPPORTED
+ * with a message naming func and the capture when the capture modes in force forbid
+ * it, after invalidating the calling thread's captures. The CUDA and HIP runtimes
+ * apply these rules themselves: there it returns GP_SUCCESS. */
+gp_status_t gp__be_capture_guard(const char *func);
+
+/* ---- modules, runtime compilation, occupancy (gpuport/module.h) ------------------------ */
+/* Descriptors made by the library for module kernels carry these flags (kernels built
+ * with GP_KERNEL_EXPORT have flags 0). Every GPU launch path must honour
+ * GP__KFLAG_MODULE: gpu_entry is then a cudaKernel_t (which cudaLaunchKernel and
+ * cudaLaunchKernelExC take) or a hipFunction_t (hipModuleLaunchKernel,
+ * hipModuleLaunchCooperativeKernel: hipLaunchKernel does not take it). */
+#define GP__KFLAG_MODULE 0x1u         /* a module kernel: gpu_entry is the native handle */
+#define GP__KFLAG_PARAMS_UNKNOWN 0x2u /* the native runtime could not tell the parameters */
+gp_status_t gp__be_module_load(gp_module_t *module, const char *path);
+gp_status_t gp__be_module_load_data(gp_module_t *module, const void *image, size_t bytes);
+/* GP_ERROR_NOT_FOUND (with message) when the module has no kernel of that name. */
+gp_status_t gp__be_module_get_kernel(gp_kernel_t *kernel, gp_module_t module, const char *name);
+gp_status_t gp__be_module_unload(gp_module_t module);
+gp_status_t gp__be_program_compile(gp_module_t *module, const char *source, const char *name,
+                                   const char *const *options, int n_options, char **log);
+gp_status_t gp__be_occupancy_max_active_blocks(int *num_blocks, gp_kernel_t kernel,
+                                               int block_threads, size_t dynamic_shared);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,10 @@ extern "C" {
  * shared_memory_per_block then applies). Thread-safe. */
 size_t gp__kernel_max_dynamic_shared(gp_kernel_t kernel);
 
+/* Drops kernel's raised limit (a module kernel whose module is unloaded: its descriptor's
+ * address may be reused). */
+void gp__kernel_forget(gp_kernel_t kernel);
+
 /* Validates a kernel descriptor (magic, ABI version, backend, entry point): the checks
  * every launch path shares. Sets the message naming func on failure. */
 gp_status_t gp__kernel_check(gp_kernel_t kernel, const char *func);

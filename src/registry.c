@@ -126,6 +126,26 @@ bool gp__alloc_find(const void *ptr, gp__alloc_info_t *info) {
   return found;
 }
 
+bool gp__alloc_find_overlap(const void *ptr, size_t bytes, gp__alloc_info_t *info) {
+  if (bytes == 0) return gp__alloc_find(ptr, info);
+  bool found = false;
+  uintptr_t p = (uintptr_t)ptr, last = p + (bytes - 1); /* callers rule out wrap-around */
+  table_lock(&allocs);
+  /* Entries do not overlap one another, so only the last one starting at or before
+   * the range's last byte can reach into the range. */
+  size_t i = upper_bound(&allocs, last);
+  if (i > 0) {
+    gp__alloc_info_t *e = item(&allocs, i - 1);
+    uintptr_t b = (uintptr_t)e->base;
+    if (b >= p || p - b < e->bytes) {
+      found = true;
+      if (info) *info = *e;
+    }
+  }
+  table_unlock(&allocs);
+  return found;
+}
+
 void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void *), void *user) {
   for (;;) {
     gp__alloc_info_t e;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs gpuport into a temporary prefix and builds a program outside the tree
-# against it, with pkg-config and with CMake's find_package, then runs both.
+# against it, with pkg-config and with CMake's find_package, then runs both; with Open
+# MPI present, also a program against gpuport-mpi.pc.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -15,5 +16,10 @@ if command -v cmake >/dev/null 2>&1; then
     -DCMAKE_BUILD_RPATH="$tmp/prefix/lib" >/dev/null
   cmake --build "$tmp/cmake" >/dev/null
   "$tmp/cmake/app"
+fi
+if pkg-config --exists gpuport-mpi 2>/dev/null; then
+  cc -std=c11 -Wall -Wextra -o "$tmp/app_mpi" "$top/test/outside/app_mpi.c" \
+    $(pkg-config --cflags --libs gpuport-mpi gpuport-cpu) -lm -Wl,-rpath,"$tmp/prefix/lib"
+  OMPI_MCA_btl_vader_single_copy_mechanism=none "$tmp/app_mpi"
 fi
 echo "outside program: ok"

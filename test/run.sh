@@ -7,7 +7,8 @@
 #
 # Environment: BACKEND (cpu|cuda|hip; default: guessed from DIR, else cpu), SAN=1 for
 # sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900).
-# Prints one header line per run and ends with "N passed, N failed" (binaries x runs);
+# Prints one header line per run and ends with "N passed, N failed, N skipped" (binaries x
+# runs; exit status 77 means the binary skipped: no device);
 # exits non-zero when anything failed.
 
 dir=$1
@@ -41,6 +42,7 @@ if command -v timeout >/dev/null 2>&1; then runner="timeout $limit"; fi
 
 passed=0
 failed=0
+skipped=0
 failures=""
 
 # run LABEL DEVICES CMD...: one run, counted.
@@ -58,6 +60,9 @@ run() {
   rc=$?
   if [ $rc -eq 0 ]; then
     passed=$((passed + 1))
+  elif [ $rc -eq 77 ]; then
+    # Exit 77 (the automake convention): the binary found no device and skipped.
+    skipped=$((skipped + 1))
   else
     failed=$((failed + 1))
     failures="$failures
@@ -98,5 +103,5 @@ fi
 if [ $failed -ne 0 ]; then
   echo "failed:$failures"
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]

@@ -1,10 +1,10 @@
 /*
  * test_amd_kernels.c - the LDS layouts of the AMD MFMA kernels (hip/gemm_mfma.cu,
  * hip/attention_mfma.cu) are free of bank conflicts, access by access, under the LDS
- * model of src/kernels/amd_mfma_geometry.h (32 banks of 4 bytes; a wavefront's 16-byte
+ * model of src/kernels/mfma.h (32 banks of 4 bytes; a wavefront's 16-byte
  * accesses are serviced 8 lanes at a time, 8-byte accesses 16 lanes at a time, in lane
  * order). Every test replays the exact address expressions of a kernel's LDS
- * instructions (the maps of amd_mfma_geometry.h with the kernel's lane arithmetic) for
+ * instructions (the maps of kernels/mfma.h with the kernel's lane arithmetic) for
  * every wavefront of the block, and a control shows that the same check finds the
  * conflicts of the unswizzled layouts. Host-only: runs on every backend.
  */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/amd_mfma_geometry.h"
+#include "kernels/mfma.h"
 
 /* Worst number of distinct addresses one bank serves within one lane group of a
  * wavefront access: lane l touches bytes off[l] .. off[l] + width - 1. 1 = no conflict. */

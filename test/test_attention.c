@@ -5,13 +5,18 @@
  * at start (replay with GP_TEST_SEED=<seed>), poisons o and lse with NaN, runs the call,
  * and checks every output element against its bound, the relative norm of the error,
  * every lse value, and that elements of o outside the output (stride gaps) are untouched.
- * On the cpu backend every case runs four ways: the host implementation, the portable
+ * On the cpu backend every case runs three ways: the host implementation, the portable
  * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
  * CUDA), a width-64 build of the same kernel (as HIP runs it; test/kernels/
- * attention_w64.cu) through the internal gp__attention_fwd_kernel(), and
- * GP_CPU_ATTENTION=mfma: the hip backend's choice, the AMD MFMA kernels of hip/ with the
- * MFMA emulated at wave64 (every case they take, plus the first they leave to the
- * portable kernel).
+ * attention_w64.cu) through the internal gp__attention_fwd_kernel(), and the cuda/ sm_80
+ * kernels with their mma.sync, ldmatrix and cp.async emulated (GP_CPU_ATTENTION=sm80;
+ * cases they do not take run the portable kernel there, as on a GPU), and the hip/ AMD
+ * MFMA kernels at wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma: every case they
+ * take, plus the first they leave to the portable kernel). Every head_dim the sm_80
+ * kernels have (32, 64, 96, 128, 256) and every one the MFMA kernels have (32, 64, 128)
+ * appears in f16 or bf16 cases below, with causal masks at seqlen_q < and > seqlen_k,
+ * GQA/MQA, sliding windows, varlen, packed and padded layouts (L_PAD: rows that allow
+ * no 16-byte load, so the MFMA kernels' element-load path runs).
  */
 #include <check.h>
 #include <math.h>
@@ -29,8 +34,8 @@
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_MFMA = 3 };
-static const char *const mode_names[] = {"host", "portable", "warp64", "mfma"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma"};
 
 static uint64_t g_seed;
 
@@ -38,7 +43,7 @@ enum layout {
   L_DEFAULT = 0, /* [batch, seq, heads, dim] */
   L_QKV = 1,     /* q, k, v slices of one packed [batch, seq, hq + 2 hkv, dim] tensor; o padded */
   L_BHSD = 2,    /* [batch, heads, seq, dim] for q, k, v and o */
-  L_PAD = 3      /* default layout with odd sequence strides of q, k, v (rows padded by 3) */
+  L_PAD = 3      /* default layout with q, k, v rows padded by 3 elements (odd strides) */
 };
 
 typedef struct acase {
@@ -84,9 +89,13 @@ static const acase_t cases[] = {
     {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1},
     {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0},
     {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0},
-    {"bf16 d32 300x250 causal",    GP_BF16, 1, 300, 250, 2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"bf16 d96 100x150 gqa causal", GP_BF16, 2, 100, 150, 4, 2, 96, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d96 70x70 window",       GP_F16,  1, 70,  70,  2, 2, 96,  0, 0, 20, 5,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
     {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0},
-    {"bf16 d64 100x90 gqa pad",    GP_BF16, 1, 100, 90,  4, 2, 64,  0, 0, NOWIN,   L_PAD,     1, 0.2f, 1, NULL, NULL, 1},
+    {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -236,6 +245,8 @@ static void run_case(const acase_t *c, int mode) {
 
   if (mode == M_PORTABLE)
     setenv("GP_CPU_ATTENTION", "portable", 1);
+  else if (mode == M_SM80)
+    setenv("GP_CPU_ATTENTION", "sm80", 1);
   else if (mode == M_MFMA)
     setenv("GP_CPU_ATTENTION", "mfma", 1);
   else
@@ -340,9 +351,17 @@ START_TEST(test_warp64) {
 }
 END_TEST
 
-/* The AMD MFMA kernels (cpu backend, emulated; the hip backend runs them by default):
- * every case they take (f16/bf16, head_dim == head_dim_v in 32, 64, 128) and the first
- * they leave to the portable kernel. */
+/* The cuda/ sm_80 kernels under emulation (cpu backend; the cuda backend runs them by
+ * default). */
+START_TEST(test_sm80) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  run_case(&cases[_i], M_SM80);
+}
+END_TEST
+
+/* The hip/ MFMA kernels under emulation (cpu backend; the hip backend runs them by
+ * default): every case they take (f16/bf16, head_dim == head_dim_v in 32, 64, 128) and
+ * the first they leave to the portable kernel. */
 static int mfma_takes(const acase_t *c) {
   const int64_t dv = c->dv ? c->dv : c->d;
   return c->dtype != GP_F32 && dv == c->d && (c->d == 32 || c->d == 64 || c->d == 128);
@@ -357,6 +376,93 @@ START_TEST(test_mfma) {
   run_case(&cases[_i], M_MFMA);
 }
 END_TEST
+
+#if defined(GP_BUILD_CPU)
+/* The choice itself (src/attention_mfma.c): what the MFMA kernels take (any alignment),
+ * what they leave to the portable kernel, and the reason the INFO line gives. */
+START_TEST(test_mfma_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__attn_params_t p;
+  memset(&p, 0, sizeof p);
+  p.q = p.k = p.v = buf;
+  p.o = buf;
+  p.batch = 2, p.seqlen_q = 200, p.seqlen_k = 300, p.heads_q = 8, p.heads_kv = 2;
+  p.head_dim = p.head_dim_v = 128;
+  p.q_hs = p.k_hs = p.v_hs = 128;
+  p.q_ss = 8 * 128, p.k_ss = p.v_ss = 2 * 128 + 3; /* rows not 16-byte aligned: taken */
+  p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * (2 * 128 + 3);
+  p.dtype = GP_BF16;
+  p.window_left = p.window_right = -1;
+  gp__attn_mfma_plan_t plan;
+  char why[128] = "";
+  setenv("GP_CPU_ATTENTION", "sm80", 1);
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  setenv("GP_CPU_ATTENTION", "mfma", 1);
+  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_bf16_d128");
+  ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles x heads x sequences */
+  ck_assert_uint_eq(plan.threads, 256);
+  ck_assert_uint_eq(plan.smem, 64u * (128u + 128u) * 2u);
+  p.head_dim = p.head_dim_v = 32, p.dtype = GP_F16;
+  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_f16_d32");
+  p.head_dim = p.head_dim_v = 96;
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim 96") != NULL, "%s", why);
+  p.head_dim = 64, p.head_dim_v = 32;
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
+  p.head_dim_v = 64, p.dtype = GP_F32;
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
+  unsetenv("GP_CPU_ATTENTION");
+}
+END_TEST
+
+/* The choice itself (src/attention_sm80.c): what the sm_80 kernels take, what they
+ * leave to the portable kernel, and the reason the INFO line gives. */
+START_TEST(test_sm80_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__attn_params_t p;
+  memset(&p, 0, sizeof p);
+  p.q = p.k = p.v = buf;
+  p.o = buf;
+  p.batch = 2, p.seqlen_q = 200, p.seqlen_k = 300, p.heads_q = 8, p.heads_kv = 2;
+  p.head_dim = p.head_dim_v = 128;
+  p.q_hs = p.k_hs = p.v_hs = 128;
+  p.q_ss = 8 * 128, p.k_ss = p.v_ss = 2 * 128;
+  p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * 2 * 128;
+  p.dtype = GP_BF16;
+  p.window_left = p.window_right = -1;
+  gp__attn_sm80_plan_t plan;
+  char why[128] = "";
+  unsetenv("GP_CPU_ATTENTION");
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  setenv("GP_CPU_ATTENTION", "sm80", 1);
+  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_bf16_d128");
+  ck_assert_uint_eq(plan.blocks, 4 * 8 * 2); /* 64-row tiles x heads x sequences */
+  ck_assert_uint_eq(plan.smem, 2u * (64u + 128u) * 136u);
+  p.head_dim = p.head_dim_v = 64, p.dtype = GP_F16;
+  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_f16_d64");
+  ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles */
+  p.head_dim = p.head_dim_v = 72;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim 72") != NULL, "%s", why);
+  p.head_dim = 64, p.head_dim_v = 32;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
+  p.head_dim_v = 64, p.k_ss = 2 * 64 + 4;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
+  p.k_ss = 2 * 64, p.dtype = GP_F32;
+  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
+  unsetenv("GP_CPU_ATTENTION");
+}
+END_TEST
+#endif
 
 /* ---- argument checks -------------------------------------------------------------------- */
 
@@ -459,6 +565,32 @@ START_TEST(test_errors) {
     gp_status_t st = gp_device_synchronize();
     ck_assert_msg(st == GP_ERROR_INVALID_VALUE, "bad cu_seqlens: got %s (%s)", gp_status_name(st),
                   gp_last_error_message());
+
+    /* The portable kernel traps on such offsets instead of reading past the tensors
+     * (under AddressSanitizer the read was a heap-buffer-overflow). */
+    setenv("GP_CPU_ATTENTION", "portable", 1);
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    st = gp_device_synchronize();
+    ck_assert_msg(st == GP_ERROR_LAUNCH_FAILED, "bad cu_seqlens, portable: got %s (%s)",
+                  gp_status_name(st), gp_last_error_message());
+    unsetenv("GP_CPU_ATTENTION");
+    gp_free(cu);
+
+    /* Offsets within seqlen_q/seqlen_k whose totals (40 x 4 tokens) run past the packed
+     * tensors: o (2048 bytes) holds 128 tokens. An asynchronous error naming the tensor,
+     * not a read or write outside it. */
+    int32_t cu_long[41];
+    for (int b = 0; b <= 40; b++) cu_long[b] = 4 * b;
+    ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_long)), GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(cu, cu_long, sizeof(cu_long)), GP_SUCCESS);
+    valid_desc(&d);
+    d.batch = 40;
+    d.cu_seqlens_q = d.cu_seqlens_k = cu;
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    st = gp_device_synchronize();
+    ck_assert_msg(st == GP_ERROR_INVALID_VALUE && strstr(gp_last_error_message(), "desc->o"),
+                  "cu_seqlens past the tensors: got %s (%s)", gp_status_name(st),
+                  gp_last_error_message());
     gp_free(cu);
   }
 
@@ -493,9 +625,19 @@ static Suite *attention_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_warp64, 0, NCASES);
   suite_add_tcase(s, tc);
+  tc = tcase_create("sm80");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_sm80, 0, NCASES);
+#if defined(GP_BUILD_CPU)
+  tcase_add_test(tc, test_sm80_choice);
+#endif
+  suite_add_tcase(s, tc);
   tc = tcase_create("mfma");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_mfma, 0, NCASES);
+#if defined(GP_BUILD_CPU)
+  tcase_add_test(tc, test_mfma_choice);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,34 +7,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gpuport.h>
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-/* The call returns status and the thread's message names the argument (word). */
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
-                  (word));                                                                 \
-  } while (0)
-
-/* Number of devices, or 0: the test then passes without running (no device here). */
-static int devices(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
-}
-#define NEED_DEVICES(min, n)                                                               \
-  int n = devices();                                                                       \
-  if (n < (min)) return
+#ifdef GP_BUILD_CPU
+#include "cpu/exec.h" /* gp__cpu_exec_threads */
+#endif
+#include "check_util.h"
 
 /* The library still works after a failed call. */
 static void still_usable(void) {
@@ -117,6 +96,25 @@ START_TEST(current_device_is_per_thread) {
 }
 END_TEST
 
+#ifdef GP_BUILD_CPU
+/* A fresh process with GP_CPU_THREADS far above the executor's cap reports the cap. */
+START_TEST(cpu_threads_capped) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setenv("GP_CPU_THREADS", "100000", 1);
+    gp_device_props_t p;
+    gp_device_props_init(&p);
+    if (gp_device_get_props(&p, 0) != GP_SUCCESS) _exit(2);
+    _exit(p.multiprocessor_count == gp__cpu_exec_threads() && p.multiprocessor_count <= 512 ? 0 : 1);
+  }
+  int st = 0;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+}
+END_TEST
+#endif
+
 START_TEST(device_props) {
   NEED_DEVICES(1, n);
   for (int d = 0; d < n; d++) {
@@ -145,6 +143,10 @@ START_TEST(device_props) {
       ck_assert_int_eq(p.pci_bus_id, -1);
       const char *w = getenv("GP_CPU_WARP_SIZE");
       ck_assert_int_eq(p.warp_size, w && atoi(w) == 64 ? 64 : 32);
+#ifdef GP_BUILD_CPU
+      /* The executor's worker count (GP_CPU_THREADS, at most 512), not the raw value. */
+      ck_assert_int_eq(p.multiprocessor_count, gp__cpu_exec_threads());
+#endif
     }
   }
   gp_device_props_t p;
@@ -253,6 +255,10 @@ END_TEST
 
 START_TEST(priority_range) {
   int least = 99, greatest = 99;
+  if (!have_device()) { /* a GPU build on a machine without one */
+    FAILS(gp_device_stream_priority_range(&least, &greatest), GP_ERROR_NO_DEVICE, "device");
+    return;
+  }
   OK(gp_device_stream_priority_range(&least, &greatest));
   ck_assert_int_le(greatest, least);
   if (gp_backend() == GP_BACKEND_CPU) {
@@ -272,6 +278,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, device_set_get);
   tcase_add_test(tc, current_device_is_per_thread);
   tcase_add_test(tc, device_props);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(tc, cpu_threads_capped);
+#endif
   tcase_add_test(tc, device_props_older_struct);
   tcase_add_test(tc, warp_size_env);
   tcase_add_test(tc, device_synchronize);
@@ -282,10 +291,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+CHECK_MAIN(suite)

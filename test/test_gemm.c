@@ -6,13 +6,19 @@
  *
  * Inputs are fresh random values (never zero) from one seed per process, printed at
  * the start; GP_TEST_SEED=<seed> replays a run. On the cpu backend each result test
- * runs in three modes (loop index): 0 the default path (direct cblas_sgemm where it
+ * runs in five modes (loop index): 0 the default path (direct cblas_sgemm where it
  * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
- * kernel on the SIMT executor (GP_CPU_GEMM=portable), 3 the AMD MFMA kernels of hip/
- * with the MFMA emulated at wave64 (GP_CPU_GEMM=mfma, chosen as the hip backend
- * chooses); on GPU backends every mode runs the GPU kernel.
+ * kernel on the SIMT executor (GP_CPU_GEMM=portable), 3 the cuda/ sm_80 kernels on the
+ * executor with mma.sync, ldmatrix and cp.async emulated (GP_CPU_GEMM=sm80), 4 the hip/
+ * AMD MFMA kernels on the executor at wave64 with each MFMA emulated (GP_CPU_GEMM=mfma);
+ * on GPU backends every mode runs the GPU kernel. The sm80 tests add shapes that reach
+ * the sm_80 kernels' other paths: 16-byte aligned operands (cp.async), several 128-wide
+ * tiles with edges inside a 16-byte chunk, more k tiles than pipeline stages. The mfma
+ * tests do the same for the MFMA kernels: several 128 x 128 tiles, k tails inside a
+ * 64-byte stage, leading dimensions that do and do not allow 16-byte loads, batches.
  */
 #include <check.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,7 @@ static uint64_t g_seed;
 /* ---- one case ------------------------------------------------------------------------ */
 
 enum { API_GEMM = 0, API_BATCHED = 1, API_EX = 2 };
-enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_MFMA = 3, MODE_COUNT = 4 };
+enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_SM80 = 3, MODE_MFMA = 4, MODE_COUNT = 5 };
 
 typedef struct gemm_case {
   gp_layout_t layout;
@@ -47,6 +53,7 @@ typedef struct gemm_case {
   bool nan_ab;                       /* A and B all NaN (alpha == 0 must not read them) */
   bool null_ab;                      /* A and B NULL (k == 0 or alpha == 0) */
   bool use_stream;                   /* a created stream instead of the default one */
+  bool align8;                       /* leading dimensions and strides multiples of 8 */
   unsigned id;                       /* distinguishes the seeds of the cases of one test */
 } gemm_case_t;
 
@@ -66,6 +73,9 @@ static void describe(const gemm_case_t *cs, char *buf, size_t len) {
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
 
+/* x rounded up to a multiple of 8 when the case asks for 16-byte aligned rows. */
+static int64_t up8(const gemm_case_t *cs, int64_t x) { return cs->align8 ? (x + 7) / 8 * 8 : x; }
+
 /* Elements spanned by a rows x cols operand stored with leading dimension ld. */
 static int64_t span(int64_t rows, int64_t cols, int64_t ld, bool row_major) {
   int64_t outer = row_major ? rows : cols, inner = row_major ? cols : rows;
@@ -82,10 +92,11 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 }
 
 static void set_mode(int mode) {
-  gp__gemm_set_cpu_mode(mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
-                        : mode == MODE_PACKED ? GP__GEMM_CPU_PACKED
-                        : mode == MODE_MFMA   ? GP__GEMM_CPU_MFMA
-                                              : GP__GEMM_CPU_DEFAULT);
+  gp__gemm_set_cpu_mode(mode == MODE_MFMA       ? GP__GEMM_CPU_MFMA
+                        : mode == MODE_SM80     ? GP__GEMM_CPU_SM80
+                        : mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
+                        : mode == MODE_PACKED   ? GP__GEMM_CPU_PACKED
+                                                : GP__GEMM_CPU_DEFAULT);
 }
 
 static void run_case(const gemm_case_t *cs) {
@@ -99,12 +110,13 @@ static void run_case(const gemm_case_t *cs) {
   const int64_t batch = cs->batch > 0 ? cs->batch : 1;
   const int64_t a_rows = ta ? cs->k : cs->m, a_cols = ta ? cs->m : cs->k;
   const int64_t b_rows = tb ? cs->n : cs->k, b_cols = tb ? cs->k : cs->n;
-  const int64_t lda = max1(row ? a_cols : a_rows) + cs->pad_a;
-  const int64_t ldb = max1(row ? b_cols : b_rows) + cs->pad_b;
+  const int64_t lda = up8(cs, max1(row ? a_cols : a_rows) + cs->pad_a);
+  const int64_t ldb = up8(cs, max1(row ? b_cols : b_rows) + cs->pad_b);
   const int64_t ldc = max1(row ? cs->n : cs->m) + cs->pad_c;
   const int64_t a1 = span(a_rows, a_cols, lda, row), b1 = span(b_rows, b_cols, ldb, row);
   const int64_t c1 = span(cs->m, cs->n, ldc, row);
-  const int64_t sa = cs->bcast_a ? 0 : a1 + cs->gap_a, sb = cs->bcast_b ? 0 : b1 + cs->gap_b;
+  const int64_t sa = cs->bcast_a ? 0 : up8(cs, a1 + cs->gap_a);
+  const int64_t sb = cs->bcast_b ? 0 : up8(cs, b1 + cs->gap_b);
   const int64_t sc = c1 + cs->gap_c;
   const size_t na = (size_t)((batch - 1) * sa + a1), nb = (size_t)((batch - 1) * sb + b1);
   const size_t nc = (size_t)((batch - 1) * sc + c1);
@@ -353,30 +365,201 @@ START_TEST(test_epilogues) {
 }
 END_TEST
 
-/* Several tiles of the GPU kernels in m and n (the MFMA kernels take 128 x 128, the
- * portable one 64 x 64), a k tail, leading dimensions that do and do not allow vector
- * loads, every type and all four transposes, batched with gaps. */
-START_TEST(test_multi_tile) {
-  set_mode(_i);
+/* ---- the sm_80 kernels ---------------------------------------------------------------- */
+
+/* Shapes that reach the sm_80 kernels' other paths, for every input type and transpose
+ * pair: 16-byte aligned operands (the cp.async path), several 128 x 128 tiles whose m, n
+ * and k edges fall inside a 16-byte chunk, more k tiles than pipeline stages, aligned
+ * batch strides, an epilogue, beta 0 and not. On the cpu backend they run with
+ * GP_CPU_GEMM=sm80 (the cuda/ kernels under emulation); on a GPU, on its kernels. */
+START_TEST(test_sm80_shapes) {
+  set_mode(MODE_SM80);
   unsigned id = 700;
   for (size_t t = 0; t < N_TYPES; t++)
     for (int v = 0; v < 4; v++) {
       gemm_case_t cs = base_case();
-      cs.api = API_BATCHED;
+      cs.api = API_EX;
+      cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+      cs.layout = (t + (size_t)v) & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+      cs.ta = v & 1 ? GP_OP_T : GP_OP_N;
+      cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.m = 203; cs.n = 141; cs.k = 200;
+      cs.align8 = v != 3 || t != 1; /* one case of plain loads with the same shape */
+      cs.beta = v == 1 ? 0.5f : 0.0f;
+      cs.epi = v == 2 ? GP_EPILOGUE_BIAS_GELU_TANH : GP_EPILOGUE_NONE;
+      cs.batch = v == 3 ? 2 : 1;
+      cs.gap_a = 3; cs.gap_b = 5; cs.gap_c = 1;
+      cs.id = id++;
+      run_case(&cs);
+    }
+  /* Aligned, within one tile, k below one k tile; and k of exactly one full ring. */
+  for (int v = 0; v < 2; v++) {
+    gemm_case_t cs = base_case();
+    cs.ab = v ? GP_BF16 : GP_F16; cs.c = GP_F32;
+    cs.m = v ? 64 : 5; cs.n = v ? 40 : 3; cs.k = v ? 128 : 9;
+    cs.align8 = true;
+    cs.beta = 0.0f;
+    cs.id = id++;
+    run_case(&cs);
+  }
+}
+END_TEST
+
+#ifdef GP_BUILD_CPU
+/* The choice itself (src/gemm_sm80.c), on the cpu backend where the mode decides. */
+START_TEST(test_sm80_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__gemm_params_t p;
+  memset(&p, 0, sizeof p);
+  p.m = 100; p.n = 50; p.k = 70; p.batch = 1;
+  p.a = buf; p.b = buf; p.c = buf; p.lda = 104; p.ldb = 72; p.ldc = 100;
+  p.ab_type = GP_BF16; p.c_type = GP_F32; p.trans_a = 1;
+  gp__gemm_sm80_plan_t plan;
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_DEFAULT);
+  ck_assert(!gp__gemm_sm80_choose(&p, &plan));
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
+  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_bf16_tn");
+  ck_assert_int_eq(plan.vec, 1);
+  ck_assert_uint_eq(plan.grid_x, 1);
+  ck_assert(strstr(plan.name, "gp__gemm_sm80_bf16_tn (mma.sync m16n8k16") == plan.name);
+  p.lda = 101; /* rows no longer 16-byte aligned */
+  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
+  p.lda = 104; p.b = buf + 1;
+  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
+  p.b = buf; p.batch = 3; p.stride_a = 4; /* a batch stride that is not */
+  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0 && plan.grid_z == 3);
+  p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1; p.m = 300; p.n = 260;
+  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f16_nt");
+  ck_assert_uint_eq(plan.grid_x, 9); /* 3 x 3 tiles of 128 */
+  ck_assert_uint_eq(plan.smem, 2u * 4u * (32u * 136u + 32u * 136u));
+  p.ab_type = GP_F32;
+  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f32");
+  ck_assert_int_eq(plan.vec, -1);
+  gp__gemm_set_cpu_mode(-1);
+}
+END_TEST
+
+/* GP_DEBUG=INFO names the kernel chosen. Check forks each test on the cpu backend, so
+ * the child reads GP_DEBUG afresh; without fork the logger is already set up. */
+START_TEST(test_sm80_log_line) {
+  const char *fork_env = getenv("CK_FORK");
+  if (fork_env && strcmp(fork_env, "no") == 0) return;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gp_test_gemm_%d.log", (int)getpid());
+  setenv("GP_DEBUG", "INFO", 1);
+  setenv("GP_DEBUG_SUBSYS", "GEMM", 1);
+  setenv("GP_DEBUG_FILE", path, 1);
+  set_mode(MODE_SM80);
+  gemm_case_t cs = base_case();
+  cs.ab = GP_BF16; cs.c = GP_BF16; cs.ta = GP_OP_T; cs.m = 20; cs.n = 9; cs.k = 17;
+  run_case(&cs);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no log file %s", path);
+  char line[4096];
+  bool found = false;
+  while (fgets(line, sizeof line, f))
+    /* row-major C = A^T B is column-major C^T = B^T A: the kernel's first operand is B,
+     * not transposed, its second A, transposed: _nt */
+    if (strstr(line, "INFO GEMM gp_gemm: row-major TN") && strstr(line, "kernel=gp__gemm_sm80_bf16_nt (mma.sync"))
+      found = true;
+  fclose(f);
+  unlink(path);
+  ck_assert_msg(found, "no INFO line naming gp__gemm_sm80_bf16_nt");
+}
+END_TEST
+#endif
+
+/* ---- the AMD MFMA kernels --------------------------------------------------------------- */
+
+/* Shapes that reach the MFMA kernels' other paths, for every type and transpose pair:
+ * several 128 x 128 tiles with m and n edges inside one, k tails inside a 64-byte stage,
+ * leading dimensions that do and do not allow 16-byte loads, batches with gaps, beta 0
+ * and not, an epilogue. On the cpu backend they run with GP_CPU_GEMM=mfma (the hip/
+ * kernels under emulation); on a GPU, on its kernels. */
+START_TEST(test_mfma_shapes) {
+  set_mode(MODE_MFMA);
+  unsigned id = 800;
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (int v = 0; v < 4; v++) {
+      gemm_case_t cs = base_case();
+      cs.api = v == 2 ? API_EX : API_BATCHED;
       cs.m = 200; cs.n = 150; cs.k = 70 + 8 * v;
       cs.ab = k_types[t].ab; cs.c = k_types[t].c;
-      cs.layout = (t + v) & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+      cs.layout = (t + (size_t)v) & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
       cs.ta = v & 1 ? GP_OP_T : GP_OP_N;
       cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
       cs.pad_a = v == 1 ? 3 : 8; cs.pad_b = v == 2 ? 1 : 0; cs.pad_c = 1;
       cs.batch = v == 3 ? 2 : 1;
       cs.gap_a = 8; cs.gap_b = 16; cs.gap_c = 4;
       cs.beta = v & 1 ? 0.0f : 0.5f;
+      cs.epi = v == 2 ? GP_EPILOGUE_BIAS_RELU : GP_EPILOGUE_NONE;
       cs.id = id++;
       run_case(&cs);
     }
 }
 END_TEST
+
+#ifdef GP_BUILD_CPU
+/* The choice itself (src/gemm_mfma.c), on the cpu backend where the mode decides. */
+START_TEST(test_mfma_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__gemm_params_t p;
+  memset(&p, 0, sizeof p);
+  p.m = 300; p.n = 130; p.k = 70; p.batch = 3;
+  p.a = buf; p.b = buf; p.c = buf; p.lda = 300; p.ldb = 72; p.ldc = 300;
+  p.ab_type = GP_BF16; p.c_type = GP_F32;
+  gp__gemm_mfma_plan_t plan;
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
+  ck_assert(!gp__gemm_mfma_choose(&p, &plan));
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_MFMA);
+  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_bf16");
+  ck_assert_uint_eq(plan.grid_x, 3); /* 300 rows: 3 tiles of 128 */
+  ck_assert_uint_eq(plan.grid_y, 2);
+  ck_assert_uint_eq(plan.grid_z, 3);
+  ck_assert_uint_eq(plan.threads, 256);
+  ck_assert(strstr(plan.name, "gp__gemm_mfma_bf16 (v_mfma_f32_32x32x8bf16_1k") == plan.name);
+  p.ab_type = GP_F16; p.trans_a = 1; p.lda = 71; /* any layout and alignment: same kernel */
+  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f16");
+  p.ab_type = GP_F32; p.batch = 70000; /* the kernel loops over the batch beyond 65535 */
+  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f32");
+  ck_assert_uint_eq(plan.grid_z, 65535);
+  gp__gemm_set_cpu_mode(-1);
+}
+END_TEST
+
+/* GP_DEBUG=INFO names the MFMA kernel chosen (a forked child reads GP_DEBUG afresh). */
+START_TEST(test_mfma_log_line) {
+  const char *fork_env = getenv("CK_FORK");
+  if (fork_env && strcmp(fork_env, "no") == 0) return;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gp_test_gemm_mfma_%d.log", (int)getpid());
+  setenv("GP_DEBUG", "INFO", 1);
+  setenv("GP_DEBUG_SUBSYS", "GEMM", 1);
+  setenv("GP_DEBUG_FILE", path, 1);
+  set_mode(MODE_MFMA);
+  gemm_case_t cs = base_case();
+  cs.ab = GP_F16; cs.c = GP_F32; cs.m = 20; cs.n = 9; cs.k = 17;
+  run_case(&cs);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no log file %s", path);
+  char line[4096];
+  bool found = false;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, "INFO GEMM gp_gemm: row-major NN") &&
+        strstr(line, "kernel=gp__gemm_mfma_f16 (v_mfma_f32_32x32x8f16"))
+      found = true;
+  fclose(f);
+  unlink(path);
+  ck_assert_msg(found, "no INFO line naming gp__gemm_mfma_f16");
+}
+END_TEST
+#endif
 
 /* ---- cpu-only paths ------------------------------------------------------------------- */
 
@@ -596,9 +779,24 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(tc, test_batched, 0, MODE_COUNT);
   tcase_add_loop_test(tc, test_epilogues, 0, MODE_COUNT);
   tcase_add_loop_test(tc, test_stream_order, 0, MODE_COUNT);
-  tcase_add_loop_test(tc, test_multi_tile, 0, MODE_COUNT);
   tcase_add_test(tc, test_larger);
   suite_add_tcase(s, tc);
+  TCase *t80 = tcase_create("sm80");
+  tcase_set_timeout(t80, 240);
+  tcase_add_test(t80, test_sm80_shapes);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(t80, test_sm80_choice);
+  tcase_add_test(t80, test_sm80_log_line);
+#endif
+  suite_add_tcase(s, t80);
+  TCase *tmf = tcase_create("mfma");
+  tcase_set_timeout(tmf, 240);
+  tcase_add_test(tmf, test_mfma_shapes);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(tmf, test_mfma_choice);
+  tcase_add_test(tmf, test_mfma_log_line);
+#endif
+  suite_add_tcase(s, tmf);
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
   suite_add_tcase(s, te);

@@ -22,6 +22,7 @@
 #ifdef GP_BUILD_CPU
 #include "cpu/exec.h"
 #endif
+#include "check_util.h"
 
 GP_KERNEL_DECLARE(kt_vadd);
 GP_KERNEL_DECLARE(kt_index3d);
@@ -40,20 +41,6 @@ GP_KERNEL_DECLARE(kt_partial_warp);
 extern const struct gp_kernel_s gp__kernel_kt_warp_ops_w64, gp__kernel_kt_hardcoded32_w64,
     gp__kernel_kt_partial_warp_w64;
 #endif
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
-#define NEED_DEVICE()                                                                      \
-  if (!have_device()) return
 
 static double now_s(void) {
   struct timespec ts;
@@ -683,10 +670,4 @@ static Suite *kernel_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *r = srunner_create(kernel_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CHECK_MAIN(kernel_suite)

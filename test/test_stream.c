@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -16,32 +17,7 @@
 #include <unistd.h>
 #include <gpuport.h>
 #include "internal.h" /* gp__be_enqueue_host_work: the stream work GEMM/attention use */
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-/* The call returns status and the thread's message names the argument (word). */
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
-                  (word));                                                                 \
-  } while (0)
-
-static int devices(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
-}
-#define NEED_DEVICES(min, n)                                                               \
-  int n = devices();                                                                       \
-  if (n < (min)) return
+#include "check_util.h"
 
 static void still_usable(void) {
   gp_stream_t s = NULL;
@@ -193,6 +169,46 @@ START_TEST(host_func_orders_stream) {
   ck_assert_int_eq(copy, 1);
   FAILS(gp_launch_host_func(s, NULL, NULL), GP_ERROR_INVALID_VALUE, "fn");
   OK(gp_stream_destroy(s));
+}
+END_TEST
+
+/* A host function that waits for device work: on the cpu backend each wait is refused
+ * (it would wait for the host function itself: the process hung). */
+typedef struct waiter {
+  gp_stream_t s;
+  void *mem;
+  gp_status_t st[6];
+  char msg[256];
+} waiter_t;
+
+static void wait_inside(void *p) {
+  waiter_t *w = p;
+  int x = 0;
+  w->st[0] = gp_stream_synchronize(w->s);
+  snprintf(w->msg, sizeof w->msg, "%s", gp_last_error_message());
+  w->st[1] = gp_device_synchronize();
+  w->st[2] = gp_memcpy(w->mem, &x, sizeof x);
+  w->st[3] = gp_free(w->mem);
+  w->st[4] = gp_stream_synchronize(NULL);
+  w->st[5] = gp_memset_async(w->mem, 0, 4, w->s); /* enqueueing does not wait */
+}
+
+START_TEST(host_func_must_not_wait) {
+  NEED_DEVICES(1, n);
+  if (gp_backend() != GP_BACKEND_CPU) return; /* CUDA leaves it undefined */
+  waiter_t w;
+  memset(&w, 0, sizeof w);
+  OK(gp_stream_create(&w.s));
+  OK(gp_malloc(&w.mem, 64));
+  OK(gp_launch_host_func(w.s, wait_inside, &w));
+  OK(gp_stream_synchronize(w.s));
+  for (int i = 0; i < 5; i++)
+    ck_assert_msg(w.st[i] == GP_ERROR_NOT_SUPPORTED, "wait %d -> %s", i, gp_status_name(w.st[i]));
+  ck_assert_msg(strstr(w.msg, "host function") != NULL, "message '%s'", w.msg);
+  ck_assert_int_eq(w.st[5], GP_SUCCESS);
+  OK(gp_free(w.mem)); /* the refused gp_free left the allocation intact */
+  OK(gp_stream_destroy(w.s));
+  still_usable();
 }
 END_TEST
 
@@ -477,6 +493,32 @@ START_TEST(stream_and_event_wrap) {
   }
   OK(gp_stream_destroy(s));
   OK(gp_event_destroy(e));
+  if (gp_backend() == GP_BACKEND_CPU) {
+    /* The wrapped stream and event destroyed first: their wrappers go with them (they
+     * kept a pointer to freed memory: heap-use-after-free under ASan). One stream has
+     * run work (a worker frees it later), the other none (freed at once). */
+    for (int worked = 0; worked < 2; worked++) {
+      OK(gp_stream_create(&s));
+      OK(gp_event_create(&e));
+      OK(gp_stream_wrap(&w, gp_stream_native(s)));
+      OK(gp_event_wrap(&we, gp_event_native(e)));
+      if (worked) {
+        OK(gp_launch_host_func(w, sleep_then_set, &flag));
+        OK(gp_event_record(we, w));
+      }
+      OK(gp_stream_destroy(s));
+      OK(gp_event_destroy(e));
+      FAILS(gp_stream_synchronize(w), GP_ERROR_INVALID_HANDLE, "stream");
+      FAILS(gp_launch_host_func(w, sleep_then_set, &flag), GP_ERROR_INVALID_HANDLE, "stream");
+      FAILS(gp_event_query(we), GP_ERROR_INVALID_HANDLE, "event");
+      FAILS(gp_event_record(we, NULL), GP_ERROR_INVALID_HANDLE, "event");
+      ck_assert_ptr_null(gp_stream_native(w));
+      ck_assert_ptr_null(gp_event_native(we));
+      FAILS(gp_stream_destroy(w), GP_ERROR_INVALID_HANDLE, "stream");
+      FAILS(gp_event_destroy(we), GP_ERROR_INVALID_HANDLE, "event");
+    }
+    OK(gp_device_synchronize());
+  }
   still_usable();
 }
 END_TEST
@@ -722,6 +764,24 @@ START_TEST(launch_rejects_bad_configurations) {
   bad = k;
   bad.abi_version = 99;
   FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "kernel");
+  /* Descriptors the executor cannot run fail here, not later as an asynchronous error. */
+  bad = k;
+  bad.warp_size = 48;
+  FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "warp");
+  if (gp_backend() == GP_BACKEND_CPU) {
+    bad = k;
+    bad.cpu_run_thread = NULL;
+    FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_IMAGE, "kernel");
+  }
+  OK(gp_device_synchronize());
+  /* Stray pointers: an error, not a segfault reading the magic. */
+  FAILS(gp_launch((gp_kernel_t)(uintptr_t)0x10, one, one, 0, NULL, args), GP_ERROR_INVALID_HANDLE,
+        "kernel");
+  FAILS(gp_launch((gp_kernel_t)((uintptr_t)&k + 1), one, one, 0, NULL, args),
+        GP_ERROR_INVALID_HANDLE, "kernel");
+  FAILS(gp_kernel_set_max_dynamic_shared((gp_kernel_t)(uintptr_t)0x7000, 16),
+        GP_ERROR_INVALID_HANDLE, "kernel");
+  ck_assert_ptr_null(gp_kernel_name((gp_kernel_t)(uintptr_t)0x20));
   ck_assert_str_eq(gp_kernel_name(&k), "fake");
   ck_assert_ptr_null(gp_kernel_name(NULL));
   /* Raising the limit: up to the opt-in maximum, and still checked. */
@@ -747,6 +807,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, stream_create_destroy);
   tcase_add_test(tc, stream_bad_handles);
   tcase_add_test(tc, host_func_orders_stream);
+  tcase_add_test(tc, host_func_must_not_wait);
   tcase_add_test(tc, stream_query_not_ready);
   tcase_add_test(tc, destroy_with_pending_work);
   tcase_add_test(tc, legacy_waits_for_blocking_stream);
@@ -767,10 +828,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+CHECK_MAIN(suite)

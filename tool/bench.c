@@ -1,13 +1,19 @@
 /*
- * bench.c - `gpuport bench gemm|attention|memcpy`: throughput at model shapes.
+ * bench.c - `gpuport bench gemm|attention|memcpy|launch`: throughput at model shapes, and
+ * the cost of a kernel launch, plain and replayed from a graph (`bench embed`, a whole
+ * model end to end, lives in embed.c).
  *
  * Each figure is the median of --iters timed runs after --warmup untimed ones; every
  * run is bracketed by events on the stream that does the work, so host overhead
  * between runs is not counted. GEMM and attention report TFLOP/s (attention counts
  * FlashAttention-2's 4 * batch * heads * seqlen_q * seqlen_k * head_dim, halved when
- * causal); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
+ * causal; the backward, timed alone after one forward, counts 2.5 times that, as
+ * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
  * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
- * machine can do) and gpuport's ratio to it.
+ * machine can do) and gpuport's ratio to it. launch reports microseconds per kernel of a
+ * chain of small dependent kernels on one stream, enqueued one by one and replayed as
+ * one graph (gpuport/graph.h), timed on the host from the first enqueue to the end of
+ * the stream synchronisation (launch cost is host time).
  */
 #include "tool.h"
 
@@ -21,11 +27,27 @@ typedef struct bench_opts {
   int64_t m, n, k;                              /* gemm */
   int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
   int64_t causal;                               /* -1: both */
+  bool backward;                                /* attention: time gp_attention_bwd */
+  int64_t deterministic;                        /* attention backward: desc.deterministic */
   int64_t bytes;                                /* memcpy */
+  int64_t kernels;                              /* launch: length of the chain */
   const char *dtype;
 } bench_opts_t;
 
 typedef gp_status_t (*enqueue_fn)(void *ctx, gp_stream_t s);
+
+/* *n = a * b * c * d, or false (with a message) when the shape's element count overflows. */
+static bool elements(size_t *n, int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r) ||
+      __builtin_mul_overflow(r, d, &r)) {
+    fprintf(stderr, "gpuport bench: %lld x %lld x %lld x %lld elements overflow 64 bits\n",
+            (long long)a, (long long)b, (long long)c, (long long)d);
+    return false;
+  }
+  *n = (size_t)r;
+  return true;
+}
 
 static int n_results;
 
@@ -78,8 +100,11 @@ static gp_dtype_t parse_dtype(const char *s) {
  * so that sums stay finite and no denormal slow path is measured. */
 static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
   size_t es = gp_dtype_size(t);
-  unsigned char *h = malloc(n * es);
-  if (!h) return GP_ERROR_OUT_OF_MEMORY;
+  unsigned char *h = n <= SIZE_MAX / es ? malloc(n * es) : NULL;
+  if (!h) {
+    fprintf(stderr, "gpuport bench: no host memory for %zu elements of %s\n", n, gp_dtype_name(t));
+    return GP_ERROR_OUT_OF_MEMORY;
+  }
   for (size_t i = 0; i < n; i++) {
     float v = 0.01f * (float)((int)(i % 97) - 48);
     if (t == GP_F32) memcpy(h + i * 4, &v, 4);
@@ -101,7 +126,7 @@ static void result(const bench_opts_t *o, const char *kind, const char *shape, c
     printf("}");
   } else {
     printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
-           !strcmp(unit, "tflops") ? "TFLOP/s" : "GB/s");
+           !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
     if (anchor > 0) printf("   anchor %.3f TFLOP/s, ratio %.2f", anchor, ratio);
     printf("\n");
   }
@@ -126,7 +151,7 @@ static gp_status_t run_gemm(void *p, gp_stream_t s) {
 /* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
 static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t k) {
   tool_sgemm_fn sgemm = tool_anchor_sgemm();
-  if (!sgemm) return 0;
+  if (!sgemm || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return 0; /* CBLAS ints */
   float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
   double *ms = calloc((size_t)o->iters, sizeof(double)), med = 0;
   if (a && b && c && ms) {
@@ -164,15 +189,19 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   int rc = 0;
   for (int i = 0; i < nshapes; i++) {
     int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+    size_t na, nb, nc;
+    if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1))
+      return 2;
     double anchor = anchor_tflops(o, m, n, k);
     for (int j = 0; j < ntypes; j++) {
       gemm_ctx_t g = {m, n, k, types[j], NULL, NULL, NULL};
       char shape[64];
       snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
       double ms = 0;
-      TOOL_TRY(filled(&g.a, g.t, (size_t)(m * k)));
-      TOOL_TRY(filled(&g.b, g.t, (size_t)(k * n)));
-      TOOL_TRY(gp_malloc(&g.c, (size_t)(m * n) * gp_dtype_size(g.t)));
+      nc = (size_t)(m * n) * gp_dtype_size(g.t); /* at most the f32 size checked above */
+      TOOL_TRY(filled(&g.a, g.t, na));
+      TOOL_TRY(filled(&g.b, g.t, nb));
+      TOOL_TRY(gp_malloc(&g.c, nc));
       TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
       double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
       result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, anchor, anchor > 0 ? tf / anchor : 0);
@@ -187,6 +216,41 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
 /* ---- attention -------------------------------------------------------------------------- */
 
 static gp_status_t run_attn(void *p, gp_stream_t s) { return gp_attention_fwd(s, p); }
+
+/* One backward call: its descriptor (o and lse set by a forward) and buffers. */
+typedef struct attn_bwd_ctx {
+  gp_attention_desc_t *a;
+  void *d_o, *dq, *dk, *dv, *ws;
+  size_t ws_bytes;
+} attn_bwd_ctx_t;
+
+static gp_status_t run_attn_bwd(void *p, gp_stream_t s) {
+  attn_bwd_ctx_t *b = p;
+  return gp_attention_bwd(s, b->a, b->d_o, b->dq, b->dk, b->dv, b->ws, b->ws_bytes);
+}
+
+/* Times gp_attention_bwd on a (q, k, v, o set): lse, dO, gradients and the workspace
+ * are allocated here, the forward runs once; *ms is the backward's median. */
+static gp_status_t time_attn_bwd(const bench_opts_t *o, const char *label, gp_attention_desc_t *a,
+                                 gp_stream_t s, double *ms) {
+  size_t es = gp_dtype_size(a->dtype);
+  size_t nq = (size_t)(a->batch * a->seqlen_q * a->heads_q * a->head_dim);
+  size_t nk = (size_t)(a->batch * a->seqlen_k * a->heads_kv * a->head_dim);
+  attn_bwd_ctx_t b = {a, NULL, NULL, NULL, NULL, NULL, 0};
+  gp_status_t st;
+  a->deterministic = (int)o->deterministic;
+  if ((st = gp_malloc((void **)&a->lse, (size_t)(a->batch * a->heads_q * a->seqlen_q) * sizeof(float))) ||
+      (st = filled(&b.d_o, a->dtype, nq)) || (st = gp_malloc(&b.dq, nq * es)) ||
+      (st = gp_malloc(&b.dk, nk * es)) || (st = gp_malloc(&b.dv, nk * es)) ||
+      (st = gp_attention_bwd_workspace_size(a, &b.ws_bytes)) || (st = gp_malloc(&b.ws, b.ws_bytes)) ||
+      (st = gp_attention_fwd(s, a)))
+    goto out;
+  st = time_runs(o, label, run_attn_bwd, &b, s, ms);
+out:
+  gp_free(a->lse), gp_free(b.d_o), gp_free(b.dq), gp_free(b.dk), gp_free(b.dv), gp_free(b.ws);
+  a->lse = NULL;
+  return st;
+}
 
 static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   bool cpu = gp_backend() == GP_BACKEND_CPU;
@@ -207,15 +271,23 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
     char shape[96];
     snprintf(shape, sizeof shape, "b%lld s%lld h%lld/%lld d%lld%s", (long long)batch,
              (long long)seq, (long long)hq, (long long)hkv, (long long)d, causal ? " causal" : "");
-    TOOL_TRY(filled(&q, t, (size_t)(batch * seq * hq * d)));
-    TOOL_TRY(filled(&k, t, (size_t)(batch * seq * hkv * d)));
-    TOOL_TRY(filled(&v, t, (size_t)(batch * seq * hkv * d)));
-    TOOL_TRY(gp_malloc(&out_o, (size_t)(batch * seq * hq * d) * gp_dtype_size(t)));
+    size_t nq, nkv;
+    if (!elements(&nq, batch, seq, hq, d) || !elements(&nkv, batch, seq, hkv, d)) return 2;
+    TOOL_TRY(filled(&q, t, nq));
+    TOOL_TRY(filled(&k, t, nkv));
+    TOOL_TRY(filled(&v, t, nkv));
+    TOOL_TRY(gp_malloc(&out_o, nq * gp_dtype_size(t)));
     a.q = q, a.k = k, a.v = v, a.o = out_o;
-    TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
     double flops = 4.0 * (double)batch * (double)hq * (double)seq * (double)seq * (double)d;
     if (causal) flops /= 2;
-    result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+    if (o->backward) {
+      if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
+      TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
+      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0);
+    } else {
+      TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
+      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+    }
   out:
     gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
     if (rc) return rc;
@@ -240,7 +312,10 @@ static int bench_memcpy(const bench_opts_t *o, gp_stream_t s) {
   size_t bytes = o->bytes ? (size_t)o->bytes : gp_backend() == GP_BACKEND_CPU ? (64u << 20) : (256u << 20);
   void *pinned = NULL, *d1 = NULL, *d2 = NULL, *pageable = malloc(bytes);
   int rc = 0;
-  if (!pageable) return 1;
+  if (!pageable) {
+    fprintf(stderr, "gpuport bench memcpy: no host memory for %zu bytes\n", bytes);
+    return 1;
+  }
   memset(pageable, 1, bytes);
   TOOL_TRY(gp_malloc_host(&pinned, bytes));
   memset(pinned, 1, bytes);
@@ -268,30 +343,129 @@ out:
   return rc;
 }
 
+/* ---- launch: plain launches against graph replay ------------------------------------------- */
+
+GP_KERNEL_DECLARE(gp_bench_increment);
+
+typedef struct chain_ctx {
+  int64_t kernels;
+  int n;
+  float *x;
+  gp_graph_exec_t exec;
+} chain_ctx_t;
+
+static gp_status_t run_chain(void *p, gp_stream_t s) {
+  chain_ctx_t *c = p;
+  void *args[] = {&c->n, &c->x};
+  for (int64_t i = 0; i < c->kernels; i++) {
+    gp_status_t st = gp_launch(GP_KERNEL_REF(gp_bench_increment), gp_dim3(1, 1, 1),
+                               gp_dim3((unsigned)c->n, 1, 1), 0, s, args);
+    if (st != GP_SUCCESS) return st;
+  }
+  return GP_SUCCESS;
+}
+
+static gp_status_t run_graph(void *p, gp_stream_t s) { return gp_graph_launch(((chain_ctx_t *)p)->exec, s); }
+
+/* Launch cost is paid on the host: each run is timed by the host clock, from the first
+ * enqueue to the return of the stream synchronisation. *median_ms as time_runs. */
+static gp_status_t time_wall(const bench_opts_t *o, enqueue_fn fn, void *ctx, gp_stream_t s,
+                             double *median_ms) {
+  gp_status_t st = GP_SUCCESS;
+  double *ms = calloc((size_t)o->iters, sizeof(double));
+  if (!ms) return GP_ERROR_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < o->warmup + o->iters && st == GP_SUCCESS; i++) {
+    double t0 = tool_now_ms();
+    if ((st = fn(ctx, s)) == GP_SUCCESS) st = gp_stream_synchronize(s);
+    if (i >= o->warmup) ms[i - o->warmup] = tool_now_ms() - t0;
+  }
+  if (st == GP_SUCCESS) *median_ms = tool_median(ms, (int)o->iters);
+  free(ms);
+  return st;
+}
+
+/* Every element was incremented once per kernel run: the chain ran, completely. */
+static int check_chain(const chain_ctx_t *c, double runs) {
+  float h[256];
+  if (gp_memcpy(h, c->x, (size_t)c->n * sizeof(float)) != GP_SUCCESS) return 1;
+  for (int i = 0; i < c->n; i++)
+    if ((double)h[i] != runs) {
+      fprintf(stderr, "gpuport bench launch: x[%d] is %g after %.0f kernel runs\n", i, (double)h[i], runs);
+      return 1;
+    }
+  return 0;
+}
+
+static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
+  chain_ctx_t c = {o->kernels > 0 ? o->kernels : 1000, 256, NULL, NULL};
+  gp_graph_t g = NULL;
+  int rc = 0;
+  double ms = 0, runs = 0;
+  char shape[64];
+  TOOL_TRY(gp_malloc((void **)&c.x, (size_t)c.n * sizeof(float)));
+  TOOL_TRY(gp_memset(c.x, 0, (size_t)c.n * sizeof(float)));
+  snprintf(shape, sizeof shape, "chain of %lld, plain launches", (long long)c.kernels);
+  TOOL_TRY(time_wall(o, run_chain, &c, s, &ms));
+  runs += (double)(o->warmup + o->iters) * (double)c.kernels;
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0);
+  double t0 = tool_now_ms();
+  TOOL_TRY(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
+  gp_status_t cst = run_chain(&c, s);
+  gp_status_t est = gp_stream_end_capture(s, &g); /* ends the capture even when cst failed */
+  TOOL_TRY(cst);
+  TOOL_TRY(est);
+  TOOL_TRY(gp_graph_instantiate(&c.exec, g));
+  double build_ms = tool_now_ms() - t0;
+  snprintf(shape, sizeof shape, "chain of %lld, graph replay", (long long)c.kernels);
+  TOOL_TRY(time_wall(o, run_graph, &c, s, &ms));
+  runs += (double)(o->warmup + o->iters) * (double)c.kernels;
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0);
+  if (!o->json)
+    printf("           (capture and instantiation of the graph, once: %.3f ms)\n", build_ms);
+  rc = check_chain(&c, runs);
+out:
+  gp_graph_exec_destroy(c.exec);
+  gp_graph_destroy(g);
+  gp_free(c.x);
+  return rc;
+}
+
 /* ---- command line ----------------------------------------------------------------------- */
 
 static const char bench_usage[] =
-    "usage: gpuport bench gemm|attention|memcpy [options]\n"
+    "usage: gpuport bench gemm|attention|memcpy|launch|embed [options]\n"
+    "       gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast [options]\n"
+    "             (collectives, nccl-tests' sizes and bandwidths: gpuport bench allreduce --help)\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
     "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
+    "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
+    "             --deterministic 0|1 (backward)\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
-    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n";
+    "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
+    "  launch:    --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
+    "             launched one by one and replayed as one graph (us per kernel)\n"
+    "  embed:     all-MiniLM-L6-v2 sentences/s and tokens/s (see 'gpuport bench embed --help')\n";
 
 int tool_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
     fputs(bench_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!strcmp(argv[1], "embed")) return tool_bench_embed(argc, argv);
+  int crc = tool_bench_comm(argc, argv);
+  if (crc >= 0) return crc;
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, NULL};
+  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, 0, NULL};
   const char *what = argv[1];
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       o.json = true;
+    else if (!strcmp(argv[i], "--backward"))
+      o.backward = true;
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       o.dtype = argv[++i];
     else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||
@@ -304,13 +478,16 @@ int tool_bench(int argc, char **argv) {
                tool_arg_i64(argc, argv, &i, "--kv-heads", &o.kv_heads) ||
                tool_arg_i64(argc, argv, &i, "--head-dim", &o.hdim) ||
                tool_arg_i64(argc, argv, &i, "--causal", &o.causal) ||
-               tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes)))
+               tool_arg_i64(argc, argv, &i, "--deterministic", &o.deterministic) ||
+               tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes) ||
+               tool_arg_i64(argc, argv, &i, "--kernels", &o.kernels)))
       return tool_bad_arg("bench", argv[i]);
   }
   if (o.iters < 1) o.iters = 1;
   int (*fn)(const bench_opts_t *, gp_stream_t) = !strcmp(what, "gemm")        ? bench_gemm
                                                  : !strcmp(what, "attention") ? bench_attention
                                                  : !strcmp(what, "memcpy")    ? bench_memcpy
+                                                 : !strcmp(what, "launch")    ? bench_launch
                                                                               : NULL;
   if (!fn) {
     fprintf(stderr, "gpuport bench: unknown benchmark '%s'\n", what);

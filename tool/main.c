@@ -20,9 +20,13 @@ static const char usage[] =
     "  selftest [--seed N] [--json] [--quick] [--check NAME]\n"
     "                                      check every capability against a float64 reference\n"
     "                                      (GP_SELFTEST_INJECT=<check> corrupts that check's output)\n"
-    "  bench gemm|attention|memcpy [--json] [--iters N] [shape options]\n"
+    "  bench gemm|attention|memcpy|launch|embed [--json] [--iters N] [shape options] [--backward]\n"
     "                                      TFLOP/s or GB/s at model shapes (see 'gpuport bench --help')\n"
+    "  bench allreduce|allgather|reducescatter|alltoall|broadcast [--check] [--json] [...]\n"
+    "                                      collectives over every device, as nccl-tests\n"
     "  demo                                one transformer block forward, timed and verified\n"
+    "  embed [--bf16] [--json] SENTENCE... all-MiniLM-L6-v2 sentence embeddings and cosine\n"
+    "                                      similarities (needs `make model`; see 'gpuport embed --help')\n"
     "  version                             print the library version and backend\n"
     "  --help                              this text\n"
     "\n"
@@ -53,6 +57,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "selftest")) return tool_selftest(argc - 1, argv + 1);
   if (!strcmp(cmd, "bench")) return tool_bench(argc - 1, argv + 1);
   if (!strcmp(cmd, "demo")) return tool_demo(argc - 1, argv + 1);
+  if (!strcmp(cmd, "embed")) return tool_embed(argc - 1, argv + 1);
   fprintf(stderr, "gpuport: unknown command '%s'\n\n", cmd);
   fputs(usage, stderr);
   return 2;

@@ -16,7 +16,8 @@
 
 static const st_check_t *const tables[] = {st_runtime_checks, st_convert_checks,
                                            st_kernel_checks, st_gemm_checks,
-                                           st_attention_checks};
+                                           st_attention_checks, st_graph_checks,
+                                           st_comm_checks};
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 
 /* ---- helpers for the checks ------------------------------------------------------------ */

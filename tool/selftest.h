@@ -75,5 +75,7 @@ extern const st_check_t st_convert_checks[];
 extern const st_check_t st_kernel_checks[];
 extern const st_check_t st_gemm_checks[];
 extern const st_check_t st_attention_checks[];
+extern const st_check_t st_graph_checks[];
+extern const st_check_t st_comm_checks[];
 
 #endif /* GP_TOOL_SELFTEST_H */

@@ -16,6 +16,12 @@ int tool_info(int argc, char **argv);
 int tool_selftest(int argc, char **argv);
 int tool_bench(int argc, char **argv);
 int tool_demo(int argc, char **argv);
+int tool_embed(int argc, char **argv);       /* embed.c: all-MiniLM-L6-v2 embeddings */
+int tool_bench_embed(int argc, char **argv); /* embed.c: `bench embed` (argv[1] is "embed") */
+/* `gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast`: argv[1] names the
+ * collective; returns -1 when it names none of them (another benchmark). */
+int tool_bench_comm(int argc, char **argv);
+const char *gp_reduce_op_name_tool(gp_reduce_op_t op);
 
 /* ---- checked calls ---------------------------------------------------------------- */
 /* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */

@@ -1,12 +1,18 @@
 #!/bin/sh
 # gpu-check.sh OUTDIR - the checks that need an NVIDIA GPU, in one run.
 #
-# For a machine with a GPU, the CUDA toolkit and no Check library: builds the cuda
-# library and tool only (no test suites), then runs
-#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy --json
-# and writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the
-# build log to OUTDIR/build.txt, SASS instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt
-# when cuobjdump exists, and one line per step to OUTDIR/summary.txt.
+# For a machine with a GPU and the CUDA toolkit: builds the cuda library and tool (no
+# test suites), then runs
+#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json,
+#   bench attention --backward --json, bench allreduce --check --json (NCCL: the
+#   system's, or the Python environment's)
+#   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
+#   models/all-MiniLM-L6-v2: `make model`), embed --json and bench embed --json,
+#   and, where the Check library is installed, the sm_80 lane probe (test_nv_mma);
+# writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the build
+# log to OUTDIR/build.txt, the sm_80 kernels' static facts to OUTDIR/sm80-facts.txt, SASS
+# instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt when cuobjdump exists, and one line
+# per step to OUTDIR/summary.txt.
 # Exit status: 0 when the build and every step succeeded.
 #
 # Environment: JOBS (parallel make jobs, default the core count), STEP_TIMEOUT
@@ -74,11 +80,59 @@ step() {
   [ $rc -eq 0 ] || status=1
 }
 
+# Collectives: NCCL comes from the system, or else from the Python environment's
+# nvidia-nccl-cu12/cu13 package (COMM.md); one GPU means one rank.
+if [ -z "${GP_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  nccl=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  if [ -n "$nccl" ] && [ -f "$nccl" ]; then GP_NCCL_LIBRARY=$nccl; export GP_NCCL_LIBRARY; fi
+fi
+note "nccl: ${GP_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
+
 step info json info --json
 step selftest txt selftest
 step bench-gemm json bench gemm --json
 step bench-attention json bench attention --json
+step bench-attention-bwd json bench attention --backward --json
 step bench-memcpy json bench memcpy --json
+step bench-launch json bench launch --json
+step bench-allreduce json bench allreduce --check --json
+
+# all-MiniLM-L6-v2 (examples/minilm), when the model was fetched or brought along.
+MODEL=${MINILM_MODEL_DIR:-models/all-MiniLM-L6-v2}
+if [ -f "$MODEL/model.safetensors" ] && [ -f "$MODEL/vocab.txt" ]; then
+  export MINILM_MODEL_DIR="$MODEL"
+  step embed json embed --json "A man is eating food." "A man is eating a piece of bread."
+  step bench-embed json bench embed --json
+else
+  note "embed: skipped, no $MODEL/model.safetensors (make model fetches it)"
+fi
+
+# ---- the sm_80 lane probe: the emulation's fragment tables against the hardware ---------
+# test/test_nv_mma.c runs mma.sync, ldmatrix and cp.async on small integers and checks
+# every lane's registers against the PTX ISA tables the CPU emulation follows. It is a
+# Check suite: it runs where the Check library is installed.
+if pkg-config --exists check 2>/dev/null; then
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  if make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} build/cuda/test/test_nv_mma >> "$OUT/build.txt" 2>&1; then
+    CK_FORK=no timeout "$STEP_TIMEOUT" build/cuda/test/test_nv_mma > "$OUT/lane-probe.txt" 2>&1
+    rc=$?
+  else
+    rc=2
+  fi
+  note "lane-probe: rc=$rc $(($(date +%s) - start))s -> $OUT/lane-probe.txt"
+  [ $rc -eq 0 ] || status=1
+else
+  note "lane-probe: skipped, no Check library (pkg-config check)"
+fi
+
+# ---- static facts of the sm_80 kernels (from the build above) ---------------------------
+if sh tools/sm80-facts.sh build/cuda/cuda > "$OUT/sm80-facts.txt" 2>&1; then
+  note "sm80-facts: pass -> $OUT/sm80-facts.txt"
+else
+  note "sm80-facts: FAIL -> $OUT/sm80-facts.txt"
+  status=1
+fi
 
 # ---- SASS: did the tensor-core paths compile to tensor-core instructions? --------------
 if command -v cuobjdump >/dev/null 2>&1; then

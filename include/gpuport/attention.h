@@ -1,6 +1,6 @@
 /**
  * @file gpuport/attention.h
- * @brief Scaled dot-product attention, forward (FlashAttention-2 semantics).
+ * @brief Scaled dot-product attention, forward and backward (FlashAttention-2 semantics).
  * @ingroup attention
  *
  * O = softmax(scale * Q K^T + mask) V, per batch and query head; query head h reads
@@ -43,10 +43,18 @@ typedef struct gp_attention_desc {
   const void *k;        /**< keys, device memory */
   const void *v;        /**< values, device memory */
   void *o;              /**< output, device memory, head_dim_v wide */
-  int64_t q_batch_stride, q_seq_stride, q_head_stride; /**< element strides of q (0: default) */
-  int64_t k_batch_stride, k_seq_stride, k_head_stride; /**< element strides of k (0: default) */
-  int64_t v_batch_stride, v_seq_stride, v_head_stride; /**< element strides of v (0: default) */
-  int64_t o_batch_stride, o_seq_stride, o_head_stride; /**< element strides of o (0: default) */
+  int64_t q_batch_stride; /**< elements between batches of q (0: default) */
+  int64_t q_seq_stride;   /**< elements between positions of q (0: default) */
+  int64_t q_head_stride;  /**< elements between heads of q (0: default) */
+  int64_t k_batch_stride; /**< elements between batches of k (0: default) */
+  int64_t k_seq_stride;   /**< elements between positions of k (0: default) */
+  int64_t k_head_stride;  /**< elements between heads of k (0: default) */
+  int64_t v_batch_stride; /**< elements between batches of v (0: default) */
+  int64_t v_seq_stride;   /**< elements between positions of v (0: default) */
+  int64_t v_head_stride;  /**< elements between heads of v (0: default) */
+  int64_t o_batch_stride; /**< elements between batches of o (0: default) */
+  int64_t o_seq_stride;   /**< elements between positions of o (0: default) */
+  int64_t o_head_stride;  /**< elements between heads of o (0: default) */
   float softmax_scale;  /**< scale of Q K^T; 0 means 1/sqrt(head_dim) */
   int causal;           /**< nonzero: causal mask, bottom-right aligned */
   int64_t window_left;  /**< keys visible to the left of the diagonal; -1 unbounded */
@@ -55,7 +63,8 @@ typedef struct gp_attention_desc {
   const int32_t *cu_seqlens_k; /**< varlen: batch+1 prefix sums of key lengths (device), or NULL */
   float *lse;           /**< optional output, natural-log sum of exp of the scaled scores:
                              f32 [batch, heads_q, seqlen_q]; varlen: [heads_q, total_q] */
-  int deterministic;    /**< backward: bitwise reproducible gradients */
+  int deterministic;    /**< backward: nonzero asks for bitwise-reproducible dq/dk/dv (same
+                             call, device and build); it may need a larger workspace */
 } gp_attention_desc_t;
 
 /** @brief Sets struct_size and defaults: f16, head_dim_v = 0, scale 0, no mask
@@ -80,6 +89,77 @@ static inline void gp_attention_desc_init(gp_attention_desc_t *d) {
  *         ::GP_ERROR_NOT_SUPPORTED (dtype); ::GP_ERROR_INVALID_HANDLE (stream).
  */
 GP_API gp_status_t gp_attention_fwd(gp_stream_t stream, const gp_attention_desc_t *desc);
+
+/**
+ * @brief Bytes of device workspace gp_attention_bwd() needs for @p desc.
+ *
+ * Depends on the dtype-independent shape (batch, seqlen_q, seqlen_k, heads_q, heads_kv,
+ * head_dim, head_dim_v) and on desc->deterministic; the tensor pointers are not read, so
+ * it can be asked before anything is allocated. The workspace holds, in f32: the rows'
+ * D = rowsum(dO * O) [batch * seqlen_q, heads_q]; the dq accumulator
+ * [slices, batch * seqlen_q, heads_q, head_dim], one slice, or with deterministic set up
+ * to max(1, ceil(128 / (batch * heads_q))) slices (one per split of the key blocks, at
+ * most one per 64 keys), as FlashAttention-2's deterministic mode keeps; and with
+ * GQA/MQA (heads_q > heads_kv) dk and dv per query head before the group sum
+ * [batch * seqlen_k, heads_q, head_dim (head_dim_v)]. Each array starts on a 256-byte
+ * boundary.
+ * @param[in] desc the call, as it will be passed to gp_attention_bwd().
+ * @param[out] bytes the workspace size in bytes (never 0).
+ * @return GP_SUCCESS; GP_ERROR_INVALID_VALUE (NULL @p desc or @p bytes, or the
+ *         descriptor's sizes, strides, windows or scale as gp_attention_fwd() rejects them,
+ *         or a size that overflows size_t); GP_ERROR_NOT_SUPPORTED (dtype).
+ */
+GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *desc, size_t *bytes);
+
+/**
+ * @brief Attention backward (FlashAttention-2: Dao 2023, Algorithm 2), enqueued on
+ *        @p stream: the gradients of a scalar loss with respect to q, k and v, given its
+ *        gradient @p d_o with respect to the forward's output o.
+ *
+ * With P = softmax(scale Q K^T + mask) recomputed from the forward's lse:
+ * dV = P^T dO, dP = dO V^T, D = rowsum(dO * O), dS = P * (dP - D), dQ = scale dS K,
+ * dK = scale dS^T Q; dK and dV of a key/value head are summed over the query heads that
+ * read it (GQA/MQA). Every forward feature applies as in gp_attention_fwd(): the masks,
+ * GQA/MQA, varlen, strides, f32/f16/bf16, head_dim up to 256. A query row with no visible
+ * key (lse = -inf) contributes nothing: its dq row is zero, and keys no row sees get zero
+ * dk and dv.
+ *
+ * Layouts: @p d_o has o's shape and strides (desc->o_*_stride), @p dq, @p dk and @p dv
+ * have q's, k's and v's (so with q, k and v slices of one packed tensor, dq, dk and dv
+ * are slices of one packed gradient tensor, as FlashAttention's qkv-packed backward
+ * gives); all in desc->dtype. Gradients must not overlap each other or the inputs.
+ * desc->o and desc->lse must hold the forward's outputs for the same descriptor (the
+ * forward must have been run with lse set).
+ *
+ * Every intermediate lives in @p workspace (see gp_attention_bwd_workspace_size()); no
+ * memory is allocated on the device, so the call can be captured in a graph. The
+ * workspace need not be initialised and its contents are undefined afterwards; it must
+ * stay untouched until the call's work on @p stream completes.
+ * With desc->deterministic set, dq, dk and dv are bitwise identical from run to run (the
+ * dq accumulator is split so that no floating-point sum depends on scheduling);
+ * otherwise dq is accumulated with atomic additions, and its last bits may vary.
+ *
+ * @param[in] stream the stream.
+ * @param[in] desc the forward's descriptor, with o and lse set to its outputs.
+ * @param[in] d_o gradient of the loss with respect to o (device memory, o's layout).
+ * @param[out] dq gradient with respect to q (device memory, q's layout).
+ * @param[out] dk gradient with respect to k (device memory, k's layout).
+ * @param[out] dv gradient with respect to v (device memory, v's layout).
+ * @param[in,out] workspace device memory of at least gp_attention_bwd_workspace_size()
+ *                bytes, 16-byte aligned.
+ * @param[in] workspace_bytes its size.
+ * @return GP_SUCCESS; GP_ERROR_INVALID_VALUE (what gp_attention_fwd() rejects, desc->lse
+ *         NULL, a NULL gradient or workspace, a workspace smaller than needed or not 16-byte
+ *         aligned, a tensor or the workspace running past the end of its allocation);
+ *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). With varlen,
+ *         cu_seqlens whose sequences exceed seqlen_q / seqlen_k are read in stream order:
+ *         the CPU backend's host implementation reports them asynchronously
+ *         (GP_ERROR_INVALID_VALUE from the next synchronising call); the portable kernels
+ *         cut such sequences at seqlen_q / seqlen_k (never writing outside the workspace).
+ */
+GP_API gp_status_t gp_attention_bwd(gp_stream_t stream, const gp_attention_desc_t *desc,
+                                    const void *d_o, void *dq, void *dk, void *dv,
+                                    void *workspace, size_t workspace_bytes);
 
 GP_EXTERN_C_END
 

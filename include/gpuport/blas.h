@@ -133,12 +133,29 @@ GP_API gp_status_t gp_gemm(gp_stream_t stream, gp_layout_t layout, gp_op_t trans
  * @brief @p batch independent GEMMs (cublasGemmStridedBatchedEx): matrix i of each
  *        operand starts stride_x * i elements after the first. A stride of 0 broadcasts
  *        that operand (not allowed for C when batch > 1).
+ * @param[in] stream the stream.
+ * @param[in] layout ::GP_ROW_MAJOR or ::GP_COL_MAJOR.
+ * @param[in] transa ::GP_OP_N or ::GP_OP_T.
+ * @param[in] transb ::GP_OP_N or ::GP_OP_T.
+ * @param[in] m rows of op(A) and C.
+ * @param[in] n columns of op(B) and C.
+ * @param[in] k inner dimension.
+ * @param[in] alpha scale.
+ * @param[in] a first A matrix (see gp_gemm()).
+ * @param[in] a_type element type of A.
+ * @param[in] lda leading dimension of A in elements.
+ * @param[in] b first B matrix.
+ * @param[in] b_type element type of B (== a_type).
+ * @param[in] ldb leading dimension of B in elements.
+ * @param[in] beta scale of C; 0 means C is not read.
+ * @param[in,out] c first C matrix.
+ * @param[in] c_type element type of C.
+ * @param[in] ldc leading dimension of C in elements.
  * @param[in] batch number of products, >= 0 (0 is a no-op).
  * @param[in] stride_a elements between consecutive A matrices, >= 0.
  * @param[in] stride_b elements between consecutive B matrices, >= 0.
  * @param[in] stride_c elements between consecutive C matrices, > 0 when batch > 1.
  * @return as gp_gemm(), plus ::GP_ERROR_INVALID_VALUE for negative batch or strides.
- * The other parameters are as for gp_gemm().
  */
 GP_API gp_status_t gp_gemm_strided_batched(gp_stream_t stream, gp_layout_t layout, gp_op_t transa,
                                            gp_op_t transb, int64_t m, int64_t n, int64_t k,

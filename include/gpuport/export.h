@@ -5,6 +5,29 @@
 #ifndef GP_EXPORT_H
 #define GP_EXPORT_H
 
+/* NVRTC and hipRTC (gp_program_compile on CUDA and HIP) compile a dialect source without
+ * the C library's headers: the gpuport headers include none there and take the
+ * fixed-width types from here (hipRTC predefines the 32- and 64-bit ones). */
+#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
+/** @cond GP_INTERNAL */
+#define GP__RTC 1
+typedef unsigned char uint8_t;
+typedef signed char int8_t;
+typedef unsigned short uint16_t;
+typedef signed short int16_t;
+#if defined(__CUDACC_RTC__)
+typedef unsigned int uint32_t;
+typedef signed int int32_t;
+typedef unsigned long long uint64_t;
+typedef signed long long int64_t;
+#endif
+#ifndef INT32_MIN
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#endif
+/** @endcond */
+#endif
+
 /** Marks a public function: the libraries are built with -fvisibility=hidden. */
 #if defined(__GNUC__) || defined(__clang__)
 #define GP_API __attribute__((visibility("default")))
@@ -13,10 +36,14 @@
 #endif
 
 #ifdef __cplusplus
+/** @brief Opens a C-linkage block in C++ (empty in C). */
 #define GP_EXTERN_C_BEGIN extern "C" {
+/** @brief Closes the block GP_EXTERN_C_BEGIN opened. */
 #define GP_EXTERN_C_END }
 #else
+/** @brief Opens a C-linkage block in C++ (empty in C). */
 #define GP_EXTERN_C_BEGIN
+/** @brief Closes the block GP_EXTERN_C_BEGIN opened. */
 #define GP_EXTERN_C_END
 #endif
 

@@ -64,12 +64,15 @@
 #elif defined(__CUDACC__)
 #define GP_TARGET_CUDA 1
 #else
+/** @brief 1 when this translation unit targets the CPU executor (GP_TARGET_CUDA / GP_TARGET_HIP likewise). */
 #define GP_TARGET_CPU 1
 #endif
 
+#include <gpuport/export.h>
+#ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
-#include <gpuport/export.h>
+#endif
 #include <gpuport/kernel_abi.h>
 
 /* ================================================================================ */
@@ -137,15 +140,20 @@ GP_EXTERN_C_END
 
 #ifdef __cplusplus /* ====== the dialect (C++ under every compiler) ================ */
 
+#if !defined(GP__RTC) /* NVRTC and hipRTC have math, printf and memcpy built in */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(GP_TARGET_CPU)
 #include <utility>
-#if !defined(GP_TARGET_CPU)
+#else
 #include <assert.h>
 #endif
-#include <gpuport/types.h>
 #include <gpuport/runtime.h>
+#elif defined(__HIPCC_RTC__) && !defined(assert)
+#define assert(e) ((e) ? (void)0 : __builtin_trap())
+#endif
+#include <gpuport/types.h>
 
 #if defined(GP_TARGET_HIP)
 #include <hip/hip_runtime.h>
@@ -247,6 +255,9 @@ template <typename... A> struct gp__ksig<void(A...)> {
       gp__ksig<decltype(name)>::count, gp__ksig<decltype(name)>::sizes, nullptr,            \
       &gp__ksig<decltype(name)>::run_block<name>, &gp__ksig<decltype(name)>::run_thread<name>, \
       1024, 0u, {nullptr, nullptr, nullptr, nullptr}};
+#elif defined(GP__RTC)
+/* Under NVRTC and hipRTC there is no host side: the module's kernels are found by name. */
+#define GP_KERNEL_EXPORT(name)
 #else
 #if defined(GP_TARGET_CUDA)
 #define GP__KBACKEND GP_BACKEND_CUDA

@@ -16,8 +16,10 @@
 #ifndef GP_KERNEL_ABI_H
 #define GP_KERNEL_ABI_H
 
-#include <stdint.h>
 #include <gpuport/export.h>
+#ifndef GP__RTC
+#include <stdint.h>
+#endif
 
 GP_EXTERN_C_BEGIN
 

@@ -102,7 +102,8 @@ static inline void gp_device_props_init(gp_device_props_t *props) {
 /**
  * @brief Number of devices of this backend (cudaGetDeviceCount).
  *
- * The CPU backend has `GP_CPU_DEVICES` virtual devices (default 1, at most 64).
+ * The CPU backend has `GP_CPU_DEVICES` virtual devices (default 1, at most 64; a value
+ * outside 1..64 is clamped and one that is not an integer ignored, with a warning).
  * @param[out] count number of devices; 0 with ::GP_ERROR_NO_DEVICE on a GPU backend
  *             with no device or no driver.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p count), ::GP_ERROR_NO_DEVICE.
@@ -171,7 +172,7 @@ GP_API gp_status_t gp_device_enable_peer_access(int peer);
  *        are higher priority; @p greatest <= @p least.
  * @param[out] least may be NULL.
  * @param[out] greatest may be NULL.
- * @return ::GP_SUCCESS.
+ * @return ::GP_SUCCESS, ::GP_ERROR_NO_DEVICE.
  */
 GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest);
 /**@}*/
@@ -437,7 +438,9 @@ GP_API gp_status_t gp_stream_create_with_priority(gp_stream_t *stream, int prior
 /**
  * @brief Destroys @p stream once its enqueued work completes (cudaStreamDestroy).
  *        NULL is a no-op.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (destroyed or foreign handle).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (destroyed or foreign handle),
+ *         ::GP_ERROR_INVALID_VALUE (::GP_STREAM_LEGACY or ::GP_STREAM_PER_THREAD, which
+ *         cannot be destroyed).
  */
 GP_API gp_status_t gp_stream_destroy(gp_stream_t stream);
 
@@ -465,7 +468,10 @@ GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event);
 /**
  * @brief Enqueues a host function (cudaLaunchHostFunc). @p fn runs on a library thread
  *        once earlier work on @p stream is complete; later work waits for it. @p fn must
- *        not call gpuport functions that enqueue or wait (as CUDA).
+ *        not call gpuport functions that enqueue or wait (as CUDA). On the CPU backend a
+ *        wait called from @p fn (synchronisation, a synchronous copy or set, gp_free(),
+ *        gp_free_host(), gp_device_reset()) returns ::GP_ERROR_NOT_SUPPORTED instead of
+ *        deadlocking.
  * @param[in] stream the stream.
  * @param[in] fn the function, not NULL.
  * @param[in] user its argument.
@@ -482,7 +488,10 @@ GP_API void *gp_stream_native(gp_stream_t stream);
 
 /**
  * @brief Wraps a native stream the application owns (cudaStream_t / hipStream_t).
- *        gp_stream_destroy() releases the wrapper, not the native stream.
+ *        gp_stream_destroy() releases the wrapper, not the native stream. The wrapper
+ *        must not outlive the native stream; on the CPU backend, destroying the wrapped
+ *        gp_stream_t releases its wrappers too (later calls with them return
+ *        ::GP_ERROR_INVALID_HANDLE).
  * @param[out] stream the wrapper.
  * @param[in] native the native stream; on the CPU backend a gp_stream_t.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.
@@ -555,6 +564,8 @@ GP_API void *gp_event_native(gp_event_t event);
 
 /**
  * @brief Wraps a native event the application owns; gp_event_destroy() frees the wrapper only.
+ *        As with gp_stream_wrap(), the wrapper must not outlive the native event; on the
+ *        CPU backend, destroying the wrapped gp_event_t releases its wrappers too.
  * @param[out] event the wrapper.
  * @param[in] native cudaEvent_t / hipEvent_t; on the CPU backend a gp_event_t.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_OUT_OF_MEMORY.

@@ -10,9 +10,11 @@
 #ifndef GP_TYPES_H
 #define GP_TYPES_H
 
+#include <gpuport/export.h>
+#ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
-#include <gpuport/export.h>
+#endif
 
 GP_EXTERN_C_BEGIN
 
@@ -33,6 +35,7 @@ typedef enum gp_dtype {
   GP_DTYPE_COUNT = 12 /**< number of element types (not a type) */
 } gp_dtype_t;
 
+#ifndef GP__RTC /* host functions: not under NVRTC / hipRTC */
 /**
  * @brief Size of one element of @p dtype in bytes.
  * @return the size in bytes, or 0 when @p dtype is not a ::gp_dtype_t value.
@@ -44,6 +47,7 @@ GP_API size_t gp_dtype_size(gp_dtype_t dtype);
  * @return a static string; "invalid" for values outside ::gp_dtype_t.
  */
 GP_API const char *gp_dtype_name(gp_dtype_t dtype);
+#endif
 
 /** @brief Storage type of an IEEE binary16 value (its 16 bits). */
 typedef struct gp_f16 {

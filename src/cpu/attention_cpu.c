@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "attention_cpu.h"
 #include "attention_impl.h"
 #include "internal.h"
 
@@ -55,9 +57,7 @@ typedef struct scratch {
 
 static int64_t pad8(int64_t n) { return (n + 7) & ~(int64_t)7; }
 
-/* Converts n elements of dtype at src (element offset off) to f32, every step-th
- * element of dst. */
-static void load_row(float *dst, int64_t step, const void *src, int64_t off, int dtype, int64_t n) {
+void gp__cpu_attn_load_row(float *dst, int64_t step, const void *src, int64_t off, int dtype, int64_t n) {
   switch (dtype) {
     case GP_F32: {
       const float *s = (const float *)src + off;
@@ -77,7 +77,7 @@ static void load_row(float *dst, int64_t step, const void *src, int64_t off, int
   }
 }
 
-static void store_row(void *dst, int64_t off, int dtype, const float *src, float mul, int64_t n) {
+void gp__cpu_attn_store_row(void *dst, int64_t off, int dtype, const float *src, float mul, int64_t n) {
   switch (dtype) {
     case GP_F32: {
       float *d = (float *)dst + off;
@@ -138,7 +138,7 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   float s[CPU_BK];
 
   for (int64_t r = 0; r < rows; r++) {
-    load_row(w->q + r * d, 1, p->q, q_base + (q_row0 + i0 + r) * p->q_ss + h * p->q_hs, p->dtype, d);
+    gp__cpu_attn_load_row(w->q + r * d, 1, p->q, q_base + (q_row0 + i0 + r) * p->q_ss + h * p->q_hs, p->dtype, d);
     w->m[r] = -INFINITY;
     w->l[r] = 0.0f;
   }
@@ -151,8 +151,8 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   for (int64_t j0 = lo; j0 <= hi; j0 += CPU_BK) {
     int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
     for (int64_t c = 0; c < nk; c++) {
-      load_row(w->kt + c, CPU_BK, p->k, k_base + (k_row0 + j0 + c) * p->k_ss + hk * p->k_hs, p->dtype, d);
-      load_row(w->v + c * dvp, 1, p->v, v_base + (k_row0 + j0 + c) * p->v_ss + hk * p->v_hs, p->dtype, dv);
+      gp__cpu_attn_load_row(w->kt + c, CPU_BK, p->k, k_base + (k_row0 + j0 + c) * p->k_ss + hk * p->k_hs, p->dtype, d);
+      gp__cpu_attn_load_row(w->v + c * dvp, 1, p->v, v_base + (k_row0 + j0 + c) * p->v_ss + hk * p->v_hs, p->dtype, dv);
     }
     for (int64_t r = 0; r < rows; r++) {
       int64_t rlo, rhi;
@@ -181,7 +181,7 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   for (int64_t r = 0; r < rows; r++) {
     int64_t i = i0 + r, o_off = o_base + (q_row0 + i) * p->o_ss + h * p->o_hs;
     bool empty = w->l[r] == 0.0f;
-    store_row(p->o, o_off, p->dtype, w->acc + r * dvp, empty ? 0.0f : 1.0f / w->l[r], dv);
+    gp__cpu_attn_store_row(p->o, o_off, p->dtype, w->acc + r * dvp, empty ? 0.0f : 1.0f / w->l[r], dv);
     if (p->lse) {
       float v = empty ? -INFINITY : w->m[r] + logf(w->l[r]);
       if (p->cu_q)
@@ -214,7 +214,7 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static int thread_count(int64_t items) {
+int gp__cpu_attn_threads(int64_t items) {
   long n = gp__env_long("GP_CPU_THREADS", 0);
   if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
@@ -223,28 +223,71 @@ static int thread_count(int64_t items) {
   return (int)n;
 }
 
-/* Varlen offsets are read here, in stream order, as a kernel would read them. */
-static gp_status_t check_varlen(job_t *job) {
-  const gp__attn_params_t *p = &job->p;
+/* Bytes spanned by rows [0, rows) of a packed [tokens, heads, dim] tensor; false on
+ * overflow (which no allocation can satisfy). */
+static bool packed_bytes(int64_t rows, int64_t heads, int64_t dim, int64_t ss, int64_t hs,
+                         size_t elem, size_t *bytes) {
+  int64_t last = dim - 1, t;
+  if (__builtin_mul_overflow(rows - 1, ss, &t) || __builtin_add_overflow(last, t, &last)) return false;
+  if (__builtin_mul_overflow(heads - 1, hs, &t) || __builtin_add_overflow(last, t, &last)) return false;
+  if (__builtin_mul_overflow(last + 1, (int64_t)elem, &t)) return false;
+  *bytes = (size_t)t;
+  return true;
+}
+
+/* The totals of the varlen offsets size the packed tensors: the api layer, which cannot
+ * read device memory, could not check them against the allocations; here they are known. */
+static gp_status_t check_packed_ranges(const gp__attn_params_t *p, int64_t total_q,
+                                       int64_t total_k, const char *func) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  struct {
+    const char *name;
+    const void *ptr;
+    int64_t rows, heads, dim, ss, hs;
+    size_t elem;
+  } t[] = {
+      {"desc->q", p->q, total_q, p->heads_q, p->head_dim, p->q_ss, p->q_hs, es},
+      {"desc->k", p->k, total_k, p->heads_kv, p->head_dim, p->k_ss, p->k_hs, es},
+      {"desc->v", p->v, total_k, p->heads_kv, p->head_dim_v, p->v_ss, p->v_hs, es},
+      {"desc->o", p->o, total_q, p->heads_q, p->head_dim_v, p->o_ss, p->o_hs, es},
+      /* lse is [heads_q, total_q] */
+      {"desc->lse", p->lse, p->heads_q, 1, total_q, total_q, 0, sizeof(float)},
+  };
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    size_t bytes;
+    if (t[i].ptr == NULL || t[i].rows == 0 || t[i].dim == 0) continue;
+    if (!packed_bytes(t[i].rows, t[i].heads, t[i].dim, t[i].ss, t[i].hs, t[i].elem, &bytes))
+      return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "the extent of %s for %lld query and %lld key tokens (cu_seqlens) "
+                     "overflows the address space",
+                     t[i].name, (long long)total_q, (long long)total_k);
+    GP__TRY(gp__api_check_range(func, t[i].name, t[i].ptr, bytes));
+  }
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__cpu_attn_check_varlen(const gp__attn_params_t *p, const char *func) {
   if (p->cu_q[0] < 0 || p->cu_k[0] < 0)
-    return ATTN_ERR(GP_ERROR_INVALID_VALUE, "cu_seqlens_q[0] or cu_seqlens_k[0] is negative");
+    return gp__error(GP_ERROR_INVALID_VALUE, func, "cu_seqlens_q[0] or cu_seqlens_k[0] is negative");
   for (int64_t b = 0; b < p->batch; b++) {
     int64_t lq = (int64_t)p->cu_q[b + 1] - p->cu_q[b], lk = (int64_t)p->cu_k[b + 1] - p->cu_k[b];
     if (lq < 0 || lq > p->seqlen_q || lk < 0 || lk > p->seqlen_k)
-      return ATTN_ERR(GP_ERROR_INVALID_VALUE,
-                     "sequence %lld has %lld queries and %lld keys; cu_seqlens must "
-                     "grow by at most seqlen_q (%lld) and seqlen_k (%lld)",
-                     (long long)b, (long long)lq, (long long)lk, (long long)p->seqlen_q,
-                     (long long)p->seqlen_k);
+      return gp__error(GP_ERROR_INVALID_VALUE, func,
+                       "sequence %lld has %lld queries and %lld keys; cu_seqlens must "
+                       "grow by at most seqlen_q (%lld) and seqlen_k (%lld)",
+                       (long long)b, (long long)lq, (long long)lk, (long long)p->seqlen_q,
+                       (long long)p->seqlen_k);
   }
-  job->total_q = p->cu_q[p->batch];
-  return GP_SUCCESS;
+  return check_packed_ranges(p, p->cu_q[p->batch], p->cu_k[p->batch], func);
 }
 
 static gp_status_t run_job(void *user) {
   job_t *job = (job_t *)user;
-  if (job->p.cu_q) GP__TRY(check_varlen(job));
-  int n = thread_count(job->items);
+  if (job->p.cu_q) {
+    GP__TRY(gp__cpu_attn_check_varlen(&job->p, "gp_attention_fwd"));
+    job->total_q = job->p.cu_q[job->p.batch];
+  }
+  int n = gp__cpu_attn_threads(job->items);
   pthread_t tids[CPU_MAX_THREADS];
   int started = 0;
   for (int t = 1; t < n; t++) {
@@ -270,6 +313,6 @@ gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p
   job->total_q = 0;
   atomic_init(&job->next, 0);
   snprintf(what, what_len, "cpu tiled online softmax (%d x %d tiles, %lld items, up to %d threads)",
-           CPU_BQ, CPU_BK, (long long)job->items, thread_count(job->items));
+           CPU_BQ, CPU_BK, (long long)job->items, gp__cpu_attn_threads(job->items));
   return gp__be_enqueue_host_work(stream, run_job, job, true);
 }

@@ -6,6 +6,7 @@
 #define GP_CPU_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include "internal.h"
 
 #ifdef __cplusplus
@@ -22,6 +23,11 @@ int gp__cpu_device_count(void);
  * call is complete: what gp_free and gp_device_reset need before releasing memory. */
 void gp__cpu_device_drain(int dev);
 
+/* GP_SUCCESS, or GP_ERROR_NOT_SUPPORTED (message naming func) when called from an
+ * application's host function: every call that waits for device work checks it first,
+ * since the host function is itself device work and the wait would deadlock. */
+gp_status_t gp__cpu_check_may_wait(const char *func);
+
 /* Destroys every stream and event of dev and drops their handles (gp_device_reset);
  * the legacy and per-thread streams stay, drained. */
 void gp__cpu_device_release_handles(int dev);
@@ -30,9 +36,60 @@ void gp__cpu_device_release_handles(int dev);
  * fork handlers and the thread-exit hook of per-thread default streams. */
 void gp__cpu_streams_init(int ndev);
 
+/* The device whose queue a checked stream feeds (the current device for the default
+ * streams): collectives need their communicator's device. */
+int gp__cpu_stream_device(gp_stream_t stream);
+
 /* Frees device or managed memory from gp__be_malloc*, updating the device's accounting;
  * usable from a stream worker (stream-ordered free). */
 void gp__cpu_device_free(void *ptr);
+
+/* Fails with GP_ERROR_NOT_SUPPORTED (and invalidates the capture) when stream is
+ * capturing: what an operation that cannot be captured (func: an allocation) calls. */
+gp_status_t gp__cpu_stream_capture_forbid(gp_stream_t stream, const char *func, const char *what);
+
+/* ---- graphs (src/cpu/graph.c; recorded by src/cpu/stream.c) --------------------------- */
+/* A captured operation: the stream operation itself (struct gp__cpu_op, private to
+ * stream.c), kept to be run at every launch, with the nodes it depends on. */
+struct gp__cpu_op;
+typedef struct gp__cpu_node {
+  struct gp__cpu_op *op;
+  int device;  /* the device of the stream that captured it */
+  int ndeps;
+  int *deps;   /* indices of earlier nodes, without repeats */
+} gp__cpu_node_t;
+
+/* The recorded nodes, shared by a graph and the executable graphs made from it. */
+typedef struct gp__cpu_body {
+  atomic_int refs;
+  int n, cap;
+  gp__cpu_node_t *nodes; /* in capture order, which is a topological order */
+} gp__cpu_body_t;
+
+struct gp_graph_exec_s {
+  uint32_t magic;
+  atomic_int refs;         /* the handle, plus each pending launch and each graph holding it */
+  gp__cpu_body_t *body;
+  int *order;              /* the order nodes run in: a topological order of the dependencies */
+  uint64_t launched, done; /* launches enqueued / completed (stream.c's lock): they run in turn */
+};
+
+gp__cpu_body_t *gp__cpu_body_new(void);
+void gp__cpu_body_unref(gp__cpu_body_t *b);
+/* Appends a node running op after deps; its index, or -1 when out of memory. */
+int gp__cpu_body_add(gp__cpu_body_t *b, struct gp__cpu_op *op, int device, const int *deps,
+                     int ndeps);
+/* A graph owning body (one reference); NULL with the message set when out of memory. */
+gp_graph_t gp__cpu_graph_new(gp__cpu_body_t *body);
+void gp__cpu_exec_ref(struct gp_graph_exec_s *x);
+void gp__cpu_exec_unref(struct gp_graph_exec_s *x);
+/* Runs every node of x, in its order, on the calling thread. */
+void gp__cpu_exec_run(struct gp_graph_exec_s *x);
+
+/* stream.c: runs a captured operation once (a graph launch), on the given device. */
+void gp__cpu_op_run_node(struct gp__cpu_op *op, int device);
+/* stream.c: releases a captured operation and what it owns. */
+void gp__cpu_op_free(struct gp__cpu_op *op);
 
 #ifdef __cplusplus
 }

@@ -85,11 +85,6 @@ gp_status_t gp__be_device_set(int device) {
   return GP_SUCCESS;
 }
 
-static int worker_count(void) {
-  long n = gp__env_long("GP_CPU_THREADS", 0);
-  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
 
 static size_t l2_size(void) {
 #ifdef _SC_LEVEL2_CACHE_SIZE
@@ -103,7 +98,7 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
   snprintf(p->name, sizeof(p->name), "gpuport CPU device %d", device);
   snprintf(p->arch, sizeof(p->arch), "%s", GP__CPU_ARCH);
   p->total_memory = g_total;
-  p->multiprocessor_count = worker_count();
+  p->multiprocessor_count = gp__cpu_exec_threads(); /* what the executor really runs */
   p->warp_size = gp__env_long("GP_CPU_WARP_SIZE", 32) == 64 ? 64 : 32;
   p->max_threads_per_block = GP__CPU_MAX_THREADS_PER_BLOCK; /* the executor's limits */
   p->max_block_dim[0] = GP__CPU_MAX_BLOCK_DIM_X;
@@ -123,6 +118,7 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
 }
 
 gp_status_t gp__be_device_synchronize(void) {
+  GP__TRY(gp__cpu_check_may_wait("gp_device_synchronize"));
   gp__cpu_device_drain(gp__current_device());
   return GP_SUCCESS;
 }
@@ -137,6 +133,7 @@ static void drop_alloc(const gp__alloc_info_t *info, void *user) {
 }
 
 gp_status_t gp__be_device_reset(void) {
+  GP__TRY(gp__cpu_check_may_wait("gp_device_reset"));
   int dev = gp__current_device();
   gp__cpu_device_drain(dev);
   gp__cpu_device_release_handles(dev);
@@ -217,18 +214,28 @@ gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes) {
 }
 
 gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream) {
-  (void)stream; /* host memory is usable at once, which is stream order and more */
+  /* Host memory is usable at once, which is stream order and more; but a graph could not
+   * replay the allocation (CUDA would record a memory node: not implemented here). */
+  GP__TRY(gp__cpu_stream_capture_forbid(stream, "gp_malloc_async", "a stream-ordered allocation"));
   return device_alloc(ptr, bytes, gp__current_device(), "gp_malloc_async");
 }
 
 gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info) {
   /* As cudaFree: work still running on the device may use the memory. */
+  GP__TRY(gp__cpu_check_may_wait("gp_free"));
   gp__cpu_device_drain(info->device);
   gp__cpu_device_free(ptr);
   return GP_SUCCESS;
 }
 
 gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
+  /* Page-locked memory cannot exceed the host's physical memory (cudaMallocHost fails
+   * likewise); refusing here also keeps absurd sizes away from the allocator, which
+   * under AddressSanitizer aborts on them instead of returning NULL. */
+  if (bytes > g_total)
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_malloc_host",
+                     "%zu bytes requested; the host has %zu bytes of physical memory", bytes,
+                     g_total);
   void *p = NULL;
   if (posix_memalign(&p, GP__CPU_ALIGN, bytes) != 0)
     return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_malloc_host",
@@ -239,6 +246,7 @@ gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
 
 gp_status_t gp__be_free_host(void *ptr) {
   /* Pinned memory may be the source of an async copy still queued. */
+  GP__TRY(gp__cpu_check_may_wait("gp_free_host"));
   for (int d = 0; d < g_ndev; d++) gp__cpu_device_drain(d);
   free(ptr);
   return GP_SUCCESS;

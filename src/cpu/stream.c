@@ -12,7 +12,18 @@
  * stream of its device holds a pending op with a smaller ticket; an op of a blocking
  * stream once the legacy stream holds none. Non-blocking and per-thread streams wait
  * for neither. Tickets only point backwards, so these waits cannot form a cycle.
+ *
+ * Stream capture (gpuport/graph.h) follows CUDA's rules: an operation enqueued on a
+ * capturing stream is not queued but appended to the capture's graph body as a node
+ * that depends on the stream's "frontier" (the nodes captured last on it), and becomes
+ * the frontier. An event recorded on a capturing stream keeps a copy of the frontier;
+ * a stream that waits on it joins the capture (its frontier becomes the event's) or,
+ * if already in it, adds the event's nodes to its frontier. What cannot be captured
+ * fails with GP_ERROR_NOT_SUPPORTED and invalidates the capture. A graph launch is one
+ * operation (OP_GRAPH) that runs the executable graph's nodes on the worker.
  */
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,11 +36,12 @@
 typedef enum skind { S_LEGACY, S_BLOCKING, S_NONBLOCKING, S_PER_THREAD, S_WRAPPER } skind_t;
 
 typedef enum op_kind {
-  OP_KERNEL, OP_COPY, OP_SET8, OP_SET32, OP_HOST_FN, OP_HOST_WORK, OP_RECORD, OP_WAIT, OP_FREE
+  OP_KERNEL, OP_COPY, OP_SET8, OP_SET32, OP_HOST_FN, OP_HOST_WORK, OP_RECORD, OP_WAIT, OP_FREE,
+  OP_GRAPH
 } op_kind_t;
 
-typedef struct cpu_op {
-  struct cpu_op *next;
+typedef struct gp__cpu_op {
+  struct gp__cpu_op *next;
   op_kind_t kind;
   uint64_t ticket; /* device-wide enqueue order, for the legacy-stream rules */
   uint64_t seq;    /* position in its stream, for synchronous callers */
@@ -39,11 +51,21 @@ typedef struct cpu_op {
     struct { void *dst; const void *src; size_t dpitch, spitch, width, height; } copy;
     struct { void *ptr; uint32_t value; size_t count; } set;
     struct { void (*fn)(void *); void *user; } host;
-    struct { gp__host_work_fn fn; void *user; bool free_user; } work;
+    /* bytes: captured with free_user, the size of the record each launch copies */
+    struct { gp__host_work_fn fn; void *user; bool free_user; size_t bytes; } work;
     struct { struct gp_event_s *ev; uint64_t gen; } ev;
+    struct { struct gp_graph_exec_s *exec; uint64_t gen; } graph; /* gen: launch number */
     void *free_ptr;
   } u;
 } cpu_op_t;
+
+/* A set of node indices of a capture: a stream's or an event's frontier. */
+typedef struct front {
+  int *v;
+  int n, cap;
+} front_t;
+
+typedef struct cpu_capture cpu_capture_t;
 
 struct gp_stream_s {
   uint32_t magic;
@@ -56,6 +78,8 @@ struct gp_stream_s {
   uint64_t enqueued, completed;     /* counts of ops */
   pthread_cond_t wake;              /* the worker parks here */
   bool has_worker, destroying;
+  cpu_capture_t *cap;               /* the capture it is in (begun on it or joined), or NULL */
+  front_t front;                    /* while capturing: what its next operation depends on */
 };
 
 struct gp_event_s {
@@ -69,6 +93,21 @@ struct gp_event_s {
   uint64_t recorded, done;          /* generation of the last record / last completed */
   int rec_device;                   /* device of the last record's stream */
   uint64_t done_ns;                 /* CLOCK_MONOTONIC at completion of `done` */
+  cpu_capture_t *cap;               /* last recorded in this capture (no state to query) */
+  front_t front;                    /* then: the point of the capture it marks */
+};
+
+/* An active capture (g_mu guards it and the streams' and events' capture fields). */
+struct cpu_capture {
+  struct gp_stream_s *origin;       /* the stream it was begun on */
+  gp_capture_mode_t mode;
+  pthread_t thread;                 /* the thread that began it */
+  gp_status_t invalid;              /* GP_SUCCESS while valid, else GP_ERROR_NOT_SUPPORTED */
+  char why[384];                    /* what invalidated it */
+  gp__cpu_body_t *body;             /* the nodes recorded so far */
+  struct gp_stream_s **streams;     /* the origin and every stream that joined */
+  int nstreams, capstreams;
+  cpu_capture_t *next;              /* g_captures */
 };
 
 typedef struct cpu_dev {
@@ -90,6 +129,20 @@ static cpu_dev_t g_dev[GP__CPU_MAX_DEVICES];
 static int g_ndev;
 static pthread_key_t g_pt_key;
 static __thread pt_streams_t *tl_pt;
+static cpu_capture_t *g_captures;     /* active captures */
+static atomic_int g_ncaptures;        /* their number: the checks' fast path reads it unlocked */
+/* Set on a stream worker while it runs an application's host function. */
+static __thread bool tl_in_host_fn;
+
+gp_status_t gp__cpu_check_may_wait(const char *func) {
+  if (!tl_in_host_fn) return GP_SUCCESS;
+  /* The host function is itself pending work of its device: a wait for that work from
+   * inside it never ends. CUDA forbids such calls (cudaErrorNotPermitted, when it
+   * notices); here it always notices. */
+  return gp__error(GP_ERROR_NOT_SUPPORTED, func,
+                   "called from a host function (gp_launch_host_func), which must not wait "
+                   "for device work: it would wait for itself");
+}
 
 /* ---- lists and helpers (g_mu held) ------------------------------------------------------- */
 
@@ -107,6 +160,7 @@ static void stream_unlink_free(struct gp_stream_s *s) {
   if (s->next) s->next->prev = s->prev;
   s->magic = 0;
   if (s->kind != S_WRAPPER) pthread_cond_destroy(&s->wake);
+  free(s->front.v);
   free(s);
 }
 
@@ -124,6 +178,7 @@ static void event_unref(struct gp_event_s *e) {
   if (e->prev) e->prev->next = e->next; else d->events = e->next;
   if (e->next) e->next->prev = e->prev;
   e->magic = 0;
+  free(e->front.v);
   free(e);
 }
 
@@ -146,6 +201,7 @@ static uint64_t now_ns(void) {
 /* Whether op, the head of s, may start (see the file comment). */
 static bool deps_ready(const struct gp_stream_s *s, const cpu_op_t *op) {
   if (op->kind == OP_WAIT && op->u.ev.ev->done < op->u.ev.gen) return false;
+  if (op->kind == OP_GRAPH && op->u.graph.exec->done + 1 < op->u.graph.gen) return false;
   const cpu_dev_t *d = &g_dev[s->device];
   if (s->kind == S_LEGACY) {
     for (const struct gp_stream_s *t = d->streams; t; t = t->next)
@@ -165,14 +221,28 @@ static bool device_idle_upto(const cpu_dev_t *d, uint64_t t) {
 
 /* ---- the worker ------------------------------------------------------------------------------ */
 
-static void run_op(struct gp_stream_s *s, cpu_op_t *op) {
+/* A captured host-work record runs from a fresh copy at every launch (internal.h). */
+static gp_status_t replay_host_work(const cpu_op_t *op) {
+  if (!op->u.work.free_user) return op->u.work.fn(op->u.work.user);
+  void *copy = malloc(op->u.work.bytes ? op->u.work.bytes : 1);
+  if (copy == NULL)
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_graph_launch",
+                     "no host memory for a %zu-byte work record", op->u.work.bytes);
+  memcpy(copy, op->u.work.user, op->u.work.bytes);
+  gp_status_t st = op->u.work.fn(copy);
+  free(copy);
+  return st;
+}
+
+/* Runs op for a stream of device (replay: a node of a launched graph, which keeps op). */
+static void run_op_on(int device, cpu_op_t *op, bool replay) {
   gp_status_t st = GP_SUCCESS;
   switch (op->kind) {
     case OP_KERNEL:
       st = gp__cpu_exec_grid(op->u.kern.k, op->u.kern.grid, op->u.kern.block, op->u.kern.shmem,
-                             op->u.kern.args, s->device);
+                             op->u.kern.args, device);
       if (st != GP_SUCCESS)
-        gp__async_error_raise(s->device, st, "kernel '%s' failed: %s",
+        gp__async_error_raise(device, st, "kernel '%s' failed: %s",
                               op->u.kern.k->name ? op->u.kern.k->name : "?",
                               gp_last_error_message());
       break;
@@ -188,21 +258,43 @@ static void run_op(struct gp_stream_s *s, cpu_op_t *op) {
       for (size_t i = 0; i < op->u.set.count; i++) ((uint32_t *)op->u.set.ptr)[i] = op->u.set.value;
       break;
     case OP_HOST_FN:
+      tl_in_host_fn = true;
       op->u.host.fn(op->u.host.user);
+      tl_in_host_fn = false;
       break;
     case OP_HOST_WORK:
-      st = op->u.work.fn(op->u.work.user);
+      st = replay ? replay_host_work(op) : op->u.work.fn(op->u.work.user);
       if (st != GP_SUCCESS)
-        gp__async_error_raise(s->device, st, "stream work failed: %s", gp_last_error_message());
-      if (op->u.work.free_user) free(op->u.work.user);
+        gp__async_error_raise(device, st, "stream work failed: %s", gp_last_error_message());
+      if (!replay && op->u.work.free_user) free(op->u.work.user);
       break;
     case OP_FREE:
       gp__cpu_device_free(op->u.free_ptr);
+      break;
+    case OP_GRAPH:
+      gp__cpu_exec_run(op->u.graph.exec);
       break;
     case OP_RECORD:
     case OP_WAIT:
       break; /* done under the lock by finish_op / deps_ready */
   }
+}
+
+static void run_op(struct gp_stream_s *s, cpu_op_t *op) { run_op_on(s->device, op, false); }
+
+void gp__cpu_op_run_node(struct gp__cpu_op *op, int device) { run_op_on(device, op, true); }
+
+void gp__cpu_op_free(struct gp__cpu_op *op) {
+  if (op->kind == OP_HOST_WORK && op->u.work.free_user) free(op->u.work.user);
+  if (op->kind == OP_GRAPH) gp__cpu_exec_unref(op->u.graph.exec);
+  free(op);
+}
+
+/* Releases an operation that was never queued nor captured (the caller keeps a host-work
+ * record: gp__be_enqueue_host_work frees it itself). */
+static void op_discard(cpu_op_t *op) {
+  if (op->kind == OP_GRAPH) gp__cpu_exec_unref(op->u.graph.exec);
+  free(op);
 }
 
 /* Retires the head op of s (g_mu held). */
@@ -215,6 +307,10 @@ static void finish_op(struct gp_stream_s *s, cpu_op_t *op) {
     }
   }
   if (op->kind == OP_RECORD || op->kind == OP_WAIT) event_unref(op->u.ev.ev);
+  if (op->kind == OP_GRAPH) {
+    op->u.graph.exec->done = op->u.graph.gen;
+    gp__cpu_exec_unref(op->u.graph.exec);
+  }
   s->head = op->next;
   if (s->head == NULL) s->tail = NULL;
   s->completed++;
@@ -266,6 +362,7 @@ static gp_status_t enqueue_locked(struct gp_stream_s *s, cpu_op_t *op) {
   op->next = NULL;
   op->ticket = ++g_dev[s->device].ticket;
   op->seq = ++s->enqueued;
+  if (op->kind == OP_GRAPH) op->u.graph.gen = ++op->u.graph.exec->launched;
   if (s->tail) s->tail->next = op; else s->head = op;
   s->tail = op;
   pthread_cond_signal(&s->wake);
@@ -278,7 +375,7 @@ static gp_status_t enqueue(struct gp_stream_s *s, cpu_op_t *op, uint64_t *seq) {
   gp_status_t st = enqueue_locked(s, op);
   *seq = op->seq;
   pthread_mutex_unlock(&g_mu);
-  if (st != GP_SUCCESS) free(op);
+  if (st != GP_SUCCESS) op_discard(op);
   return st;
 }
 
@@ -344,6 +441,388 @@ static gp_status_t other_device_errors(int dev, const char *func) {
   return dev == gp__current_device() ? GP_SUCCESS : gp__async_error_report(dev, func);
 }
 
+/* ---- stream capture (g_mu held unless said otherwise) -------------------------------------------- */
+
+static bool front_reserve(front_t *f, int n) {
+  if (n <= f->cap) return true;
+  int cap = f->cap ? f->cap * 2 : 4;
+  while (cap < n) cap *= 2;
+  int *v = realloc(f->v, (size_t)cap * sizeof(int));
+  if (v == NULL) return false;
+  f->v = v;
+  f->cap = cap;
+  return true;
+}
+
+static bool front_add(front_t *f, int node) {
+  for (int i = 0; i < f->n; i++)
+    if (f->v[i] == node) return true;
+  if (!front_reserve(f, f->n + 1)) return false;
+  f->v[f->n++] = node;
+  return true;
+}
+
+static bool front_merge(front_t *dst, const front_t *src) {
+  for (int i = 0; i < src->n; i++)
+    if (!front_add(dst, src->v[i])) return false;
+  return true;
+}
+
+static bool front_assign(front_t *dst, const front_t *src) {
+  dst->n = 0;
+  return front_merge(dst, src);
+}
+
+static const char *mode_name(gp_capture_mode_t m) {
+  return m == GP_CAPTURE_MODE_GLOBAL         ? "GP_CAPTURE_MODE_GLOBAL"
+         : m == GP_CAPTURE_MODE_THREAD_LOCAL ? "GP_CAPTURE_MODE_THREAD_LOCAL"
+                                              : "GP_CAPTURE_MODE_RELAXED";
+}
+
+/* Marks c invalid, keeping the first reason: later operations on its streams fail, and
+ * gp_stream_end_capture returns no graph, with GP_ERROR_NOT_SUPPORTED whatever the
+ * cause, as CUDA answers cudaErrorStreamCaptureInvalidated. */
+static void capture_invalidate(cpu_capture_t *c, const char *why) {
+  if (c->invalid != GP_SUCCESS) return;
+  c->invalid = GP_ERROR_NOT_SUPPORTED;
+  snprintf(c->why, sizeof c->why, "%s", why);
+}
+
+/* Fails func because what cannot happen while c is active, and invalidates c. */
+static gp_status_t capture_forbid(cpu_capture_t *c, const char *func, const char *what) {
+  char why[384];
+  snprintf(why, sizeof why, "%s: %s is not permitted while stream %p is being captured", func,
+           what, (void *)c->origin);
+  capture_invalidate(c, why);
+  return gp__error(GP_ERROR_NOT_SUPPORTED, func,
+                   "%s is not permitted while stream %p is being captured; the capture is now "
+                   "invalid (gp_stream_end_capture will fail)",
+                   what, (void *)c->origin);
+}
+
+static gp_status_t capture_invalid_error(const cpu_capture_t *c, const char *func) {
+  return gp__error(c->invalid, func,
+                   "the capture begun on stream %p was invalidated earlier (%s): end it with "
+                   "gp_stream_end_capture and capture again",
+                   (void *)c->origin, c->why);
+}
+
+/* The capture a blocking stream of device dev is in, if any: work of the legacy stream
+ * would have to wait for that stream (cudaErrorStreamCaptureImplicit). */
+static cpu_capture_t *blocking_capture(int dev) {
+  if (atomic_load(&g_ncaptures) == 0) return NULL;
+  for (struct gp_stream_s *t = g_dev[dev].streams; t; t = t->next)
+    if (t->kind == S_BLOCKING && t->cap) return t->cap;
+  return NULL;
+}
+
+static gp_status_t legacy_check(const struct gp_stream_s *s, const char *func) {
+  if (s->kind != S_LEGACY) return GP_SUCCESS;
+  cpu_capture_t *c = blocking_capture(s->device);
+  if (c == NULL) return GP_SUCCESS;
+  return capture_forbid(c, func,
+                        "work on the legacy default stream (it would wait for a blocking stream "
+                        "that is capturing)");
+}
+
+static bool capture_add_stream(cpu_capture_t *c, struct gp_stream_s *s) {
+  if (c->nstreams == c->capstreams) {
+    int cap = c->capstreams ? 2 * c->capstreams : 4;
+    struct gp_stream_s **v = realloc(c->streams, (size_t)cap * sizeof(*v));
+    if (v == NULL) return false;
+    c->streams = v;
+    c->capstreams = cap;
+  }
+  c->streams[c->nstreams++] = s;
+  return true;
+}
+
+/* Appends op to the capture of s, after s's frontier; op then belongs to the graph. */
+static gp_status_t capture_record(struct gp_stream_s *s, cpu_op_t *op, const char *func) {
+  cpu_capture_t *c = s->cap;
+  if (c->invalid != GP_SUCCESS) return capture_invalid_error(c, func);
+  if (op->kind == OP_FREE) return capture_forbid(c, func, "a stream-ordered free");
+  if (op->kind == OP_HOST_WORK && op->u.work.free_user)
+    op->u.work.bytes = malloc_usable_size(op->u.work.user);
+  if (!front_reserve(&s->front, 1))
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "out of host memory for a graph node");
+  int idx = gp__cpu_body_add(c->body, op, s->device, s->front.v, s->front.n);
+  if (idx < 0) return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "out of host memory for a graph node");
+  s->front.n = 0;
+  s->front.v[s->front.n++] = idx;
+  return GP_SUCCESS;
+}
+
+/* What an enqueue of op on s does about captures: op is recorded into the capture of s
+ * (*taken), or refused, or left to the queue (GP_SUCCESS, !*taken). */
+static gp_status_t capture_take(struct gp_stream_s *s, cpu_op_t *op, const char *func, bool *taken) {
+  *taken = false;
+  if (s->cap == NULL) return legacy_check(s, func);
+  GP__TRY(capture_record(s, op, func));
+  *taken = true;
+  return GP_SUCCESS;
+}
+
+/* s waits on an event recorded in capture e->cap: s joins it, or, already in it, adds the
+ * event's nodes to its frontier (how a fork joins back). */
+static gp_status_t capture_join(struct gp_stream_s *s, struct gp_event_s *e, const char *func) {
+  cpu_capture_t *c = e->cap;
+  if (s->cap != NULL && s->cap != c) {
+    capture_invalidate(s->cap, "a stream of it waited on an event of another capture");
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'event' was recorded in the capture begun on stream %p but 'stream' is in "
+                     "the capture begun on stream %p: captures cannot depend on each other",
+                     (void *)c->origin, (void *)s->cap->origin);
+  }
+  if (c->invalid != GP_SUCCESS) return capture_invalid_error(c, func);
+  if (s->cap == c) {
+    if (!front_merge(&s->front, &e->front))
+      return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "out of host memory");
+    return GP_SUCCESS;
+  }
+  if (s->kind == S_LEGACY)
+    return capture_forbid(c, func,
+                          "making the legacy default stream wait on an event recorded in a "
+                          "capture (the legacy stream cannot join a capture)");
+  if (!front_assign(&s->front, &e->front) || !capture_add_stream(c, s))
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "out of host memory");
+  s->cap = c;
+  return GP_SUCCESS;
+}
+
+/* True (and *bad) when a stream that joined c has captured work the origin's frontier
+ * does not depend on: a fork never joined back (cudaErrorStreamCaptureUnjoined). */
+static bool capture_unjoined(const cpu_capture_t *c, struct gp_stream_s **bad) {
+  const gp__cpu_body_t *b = c->body;
+  if (c->nstreams <= 1 || b->n == 0) return false;
+  unsigned char *mark = calloc((size_t)b->n, 1);
+  int *stack = malloc((size_t)b->n * sizeof(int));
+  bool unjoined = false;
+  if (mark && stack) {
+    int top = 0;
+    const front_t *f = &c->origin->front;
+    for (int i = 0; i < f->n; i++) {
+      mark[f->v[i]] = 1;
+      stack[top++] = f->v[i];
+    }
+    while (top > 0) {
+      const gp__cpu_node_t *nd = &b->nodes[stack[--top]];
+      for (int i = 0; i < nd->ndeps; i++)
+        if (!mark[nd->deps[i]]) {
+          mark[nd->deps[i]] = 1;
+          stack[top++] = nd->deps[i];
+        }
+    }
+    for (int k = 1; k < c->nstreams && !unjoined; k++) {
+      const front_t *t = &c->streams[k]->front;
+      for (int i = 0; i < t->n && !unjoined; i++)
+        if (!mark[t->v[i]]) {
+          unjoined = true;
+          *bad = c->streams[k];
+        }
+    }
+  }
+  free(mark);
+  free(stack);
+  return unjoined;
+}
+
+/* Takes c off its streams and events and off the list of active captures. */
+static void capture_detach(cpu_capture_t *c) {
+  for (int i = 0; i < c->nstreams; i++) {
+    c->streams[i]->cap = NULL;
+    c->streams[i]->front.n = 0;
+  }
+  for (int d = 0; d < g_ndev; d++)
+    for (struct gp_event_s *e = g_dev[d].events; e; e = e->next)
+      if (e->cap == c) {
+        e->cap = NULL; /* back to its last real record */
+        e->front.n = 0;
+      }
+  cpu_capture_t **p = &g_captures;
+  while (*p != c) p = &(*p)->next;
+  *p = c->next;
+  atomic_fetch_sub(&g_ncaptures, 1);
+}
+
+static void capture_free(cpu_capture_t *c) {
+  gp__cpu_body_unref(c->body);
+  free(c->streams);
+  free(c);
+}
+
+/* s is going away (gp_device_reset, the exit of the thread owning a per-thread stream):
+ * a capture begun on it is dropped; if it joined one, it leaves it, which invalidates it. */
+static void capture_leave(struct gp_stream_s *s, const char *why) {
+  cpu_capture_t *c = s->cap;
+  if (c == NULL) return;
+  if (c->origin == s) {
+    capture_detach(c);
+    capture_free(c);
+    return;
+  }
+  for (int i = 1; i < c->nstreams; i++)
+    if (c->streams[i] == s) c->streams[i] = c->streams[--c->nstreams];
+  s->cap = NULL;
+  s->front.n = 0;
+  capture_invalidate(c, why);
+}
+
+static void capture_drop_device(int dev) {
+  if (atomic_load(&g_ncaptures) == 0) return;
+  for (struct gp_stream_s *t = g_dev[dev].streams; t; t = t->next)
+    capture_leave(t, "gp_device_reset destroyed a stream that had joined the capture");
+}
+
+/* Capture modes (cudaThreadExchangeStreamCaptureMode): a call capture cannot record
+ * fails in a thread that has a capture not begun in relaxed mode, and in every thread
+ * while another thread has a capture begun in global mode. */
+gp_status_t gp__be_capture_guard(const char *func) {
+  if (atomic_load(&g_ncaptures) == 0) return GP_SUCCESS;
+  pthread_t me = pthread_self();
+  gp_status_t st = GP_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  cpu_capture_t *hit = NULL;
+  for (cpu_capture_t *c = g_captures; c && !hit; c = c->next) {
+    bool mine = pthread_equal(c->thread, me) != 0;
+    if ((mine && c->mode != GP_CAPTURE_MODE_RELAXED) || (!mine && c->mode == GP_CAPTURE_MODE_GLOBAL))
+      hit = c;
+  }
+  if (hit) {
+    char why[256];
+    snprintf(why, sizeof why, "%s was called, which a capture cannot record", func);
+    bool invalidated = false;
+    for (cpu_capture_t *c = g_captures; c; c = c->next)
+      if (pthread_equal(c->thread, me) && c->mode != GP_CAPTURE_MODE_RELAXED) {
+        capture_invalidate(c, why);
+        invalidated = true;
+      }
+    st = gp__error(GP_ERROR_NOT_SUPPORTED, func,
+                   "not permitted while stream %p is being captured in %s by %s thread: memory "
+                   "allocation and release, synchronous copies and sets and device "
+                   "synchronisation cannot be captured (do them before gp_stream_begin_capture "
+                   "or after gp_stream_end_capture)%s",
+                   (void *)hit->origin, mode_name(hit->mode),
+                   pthread_equal(hit->thread, me) ? "this" : "another",
+                   invalidated ? "; the capture is now invalid" : "");
+  }
+  pthread_mutex_unlock(&g_mu);
+  return st;
+}
+
+gp_status_t gp__cpu_stream_capture_forbid(gp_stream_t h, const char *func, const char *what) {
+  struct gp_stream_s *s = stream_get(h);
+  if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mu);
+  gp_status_t st = s->cap ? capture_forbid(s->cap, func, what) : legacy_check(s, func);
+  pthread_mutex_unlock(&g_mu);
+  return st;
+}
+
+gp_status_t gp__be_stream_begin_capture(gp_stream_t h, gp_capture_mode_t mode) {
+  const char *f = "gp_stream_begin_capture";
+  struct gp_stream_s *s = stream_get(h);
+  if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  cpu_capture_t *c = calloc(1, sizeof(*c));
+  if (c == NULL || (c->body = gp__cpu_body_new()) == NULL || !capture_add_stream(c, s)) {
+    if (c) capture_free(c);
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, f, "out of host memory for a capture");
+  }
+  c->origin = s;
+  c->mode = mode;
+  c->thread = pthread_self();
+  c->invalid = GP_SUCCESS;
+  gp_status_t st = GP_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  if (s->cap) {
+    st = s->cap->origin == s
+             ? gp__error(GP_ERROR_INVALID_VALUE, f, "'stream' is already capturing")
+             : gp__error(GP_ERROR_INVALID_VALUE, f,
+                         "'stream' is already capturing: it joined the capture begun on stream %p",
+                         (void *)s->cap->origin);
+  } else {
+    s->cap = c;
+    s->front.n = 0;
+    c->next = g_captures;
+    g_captures = c;
+    atomic_fetch_add(&g_ncaptures, 1);
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (st != GP_SUCCESS) capture_free(c);
+  return st;
+}
+
+gp_status_t gp__be_stream_end_capture(gp_stream_t h, gp_graph_t *graph) {
+  const char *f = "gp_stream_end_capture";
+  struct gp_stream_s *s = stream_get(h);
+  if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mu);
+  cpu_capture_t *c = s->cap;
+  gp_status_t st = GP_SUCCESS;
+  if (c == NULL) {
+    st = gp__error(GP_ERROR_INVALID_VALUE, f, "'stream' is not capturing");
+  } else if (c->origin != s) {
+    st = gp__error(GP_ERROR_INVALID_VALUE, f,
+                   "'stream' joined the capture begun on stream %p (it waited on an event "
+                   "recorded in it): end the capture on that stream",
+                   (void *)c->origin);
+  } else if (c->mode != GP_CAPTURE_MODE_RELAXED && !pthread_equal(c->thread, pthread_self())) {
+    st = gp__error(GP_ERROR_INVALID_VALUE, f,
+                   "the capture was begun by another thread in %s: end it from that thread (or "
+                   "capture in GP_CAPTURE_MODE_RELAXED)",
+                   mode_name(c->mode));
+  }
+  if (st != GP_SUCCESS) { /* the capture goes on */
+    pthread_mutex_unlock(&g_mu);
+    return st;
+  }
+  struct gp_stream_s *bad = NULL;
+  if (c->invalid != GP_SUCCESS)
+    st = gp__error(c->invalid, f, "the capture was invalidated: %s", c->why);
+  else if (capture_unjoined(c, &bad))
+    st = gp__error(GP_ERROR_INVALID_VALUE, f,
+                   "stream %p joined the capture but its work was not joined back into "
+                   "'stream': record an event on it and make 'stream' wait on that event "
+                   "before ending the capture",
+                   (void *)bad);
+  capture_detach(c);
+  pthread_mutex_unlock(&g_mu);
+  if (st == GP_SUCCESS) {
+    gp_graph_t g = gp__cpu_graph_new(c->body);
+    if (g == NULL) {
+      st = GP_ERROR_OUT_OF_MEMORY;
+    } else {
+      c->body = NULL; /* the graph holds it now */
+      *graph = g;
+    }
+  }
+  if (c->body) gp__cpu_body_unref(c->body);
+  free(c->streams);
+  free(c);
+  return st;
+}
+
+gp_status_t gp__be_stream_is_capturing(gp_stream_t h, gp_capture_status_t *status) {
+  struct gp_stream_s *s = stream_get(h);
+  if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mu);
+  *status = s->cap == NULL                     ? GP_CAPTURE_STATUS_NONE
+            : s->cap->invalid != GP_SUCCESS    ? GP_CAPTURE_STATUS_INVALIDATED
+                                               : GP_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&g_mu);
+  return GP_SUCCESS;
+}
+
+/* An event recorded in a capture marks a point of a graph being built: it has no state
+ * to wait for or query (cudaErrorCapturedEvent). */
+static gp_status_t captured_event_check(const struct gp_event_s *e, const char *func, const char *arg) {
+  if (e->cap == NULL) return GP_SUCCESS;
+  return gp__error(GP_ERROR_NOT_SUPPORTED, func,
+                   "'%s' was last recorded in the capture begun on stream %p: it marks a point "
+                   "of the graph being built and has no state to wait for or query",
+                   arg, (void *)e->cap->origin);
+}
+
 static void wait_seq(struct gp_stream_s *s, uint64_t seq) {
   pthread_mutex_lock(&g_mu);
   while (s->completed < seq) wait_progress();
@@ -379,11 +858,32 @@ static bool run_inline(struct gp_stream_s *s, cpu_op_t *op) {
 /* Enqueues op on the resolved stream; sync callers wait for it to complete. */
 static gp_status_t submit(gp_stream_t h, cpu_op_t *op, bool sync, const char *func) {
   if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  if (sync) {
+    gp_status_t st = gp__cpu_check_may_wait(func);
+    if (st != GP_SUCCESS) {
+      free(op);
+      return st;
+    }
+  }
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) {
-    free(op);
+    op_discard(op);
     return GP_ERROR_OUT_OF_MEMORY;
   }
+  /* A capture that begins between this check and the enqueue below is as racy as on
+   * CUDA: which operations it sees is up to the threads that race. */
+  bool taken = false;
+  gp_status_t cst = GP_SUCCESS;
+  if (atomic_load(&g_ncaptures) != 0) { /* no capture at all: no lock to take */
+    pthread_mutex_lock(&g_mu);
+    cst = capture_take(s, op, func, &taken);
+    pthread_mutex_unlock(&g_mu);
+  }
+  if (cst != GP_SUCCESS) {
+    op_discard(op);
+    return cst;
+  }
+  if (taken) return GP_SUCCESS;
   if (sync && run_inline(s, op)) return other_device_errors(s->device, func);
   uint64_t seq = 0;
   GP__TRY(enqueue(s, op, &seq));
@@ -400,6 +900,7 @@ static void pt_release(void *p) {
   for (int d = 0; d < GP__CPU_MAX_DEVICES; d++) {
     struct gp_stream_s *s = pt->s[d];
     if (s == NULL) continue;
+    capture_leave(s, "a thread whose per-thread stream had joined the capture exited");
     s->destroying = true;
     if (!s->has_worker) stream_unlink_free(s); else pthread_cond_signal(&s->wake);
   }
@@ -475,6 +976,7 @@ static void release_stream(struct gp_stream_s *s) {
 
 void gp__cpu_device_release_handles(int dev) {
   pthread_mutex_lock(&g_mu);
+  capture_drop_device(dev);
   for (struct gp_stream_s *s = g_dev[dev].streams, *next; s; s = next) {
     next = s->next;
     if (s->kind != S_LEGACY && s->kind != S_PER_THREAD && !s->destroying) release_stream(s);
@@ -509,13 +1011,31 @@ gp_status_t gp__be_stream_create(gp_stream_t *stream, unsigned flags, int priori
   return GP_SUCCESS;
 }
 
+/* Drops the wrappers of s, which is being destroyed (g_mu held): a wrapper holds a
+ * plain pointer to its target, so it must not outlive it. Each is claimed through the
+ * handle registry, as a destroy would, so a racing destroy of the wrapper frees it once. */
+static void drop_stream_wrappers(struct gp_stream_s *s) {
+  for (struct gp_stream_s *t = g_dev[s->device].streams, *next; t; t = next) {
+    next = t->next;
+    if (t->kind == S_WRAPPER && t->target == s && gp__handle_remove(t, GP__H_STREAM))
+      stream_unlink_free(t);
+  }
+}
+
 gp_status_t gp__be_stream_destroy(gp_stream_t s) {
+  pthread_mutex_lock(&g_mu);
+  bool capturing = s->cap != NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (capturing)
+    return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_stream_destroy",
+                     "'stream' is in a capture: end the capture (gp_stream_end_capture) first");
   /* Removal is the claim: of two racing destroys, one wins. Work already queued still
    * runs; the worker frees the stream when it has drained. */
   if (!gp__handle_remove(s, GP__H_STREAM))
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_stream_destroy",
                      "'stream' (%p) was destroyed concurrently", (void *)s);
   pthread_mutex_lock(&g_mu);
+  if (s->kind != S_WRAPPER) drop_stream_wrappers(s);
   if (s->kind == S_WRAPPER || !s->has_worker) {
     stream_unlink_free(s);
   } else {
@@ -526,10 +1046,23 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
   return GP_SUCCESS;
 }
 
+/* Waiting for or querying a capturing stream, or the legacy stream while a blocking stream
+ * captures, is refused (cudaErrorStreamCaptureUnsupported / Implicit). */
+static gp_status_t wait_check(struct gp_stream_s *s, const char *func, const char *what) {
+  if (s->cap) return capture_forbid(s->cap, func, what);
+  return legacy_check(s, func);
+}
+
 gp_status_t gp__be_stream_synchronize(gp_stream_t h) {
+  GP__TRY(gp__cpu_check_may_wait("gp_stream_synchronize"));
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&g_mu);
+  gp_status_t st = wait_check(s, "gp_stream_synchronize", "synchronising a capturing stream");
+  if (st != GP_SUCCESS) {
+    pthread_mutex_unlock(&g_mu);
+    return st;
+  }
   uint64_t target = s->enqueued;
   while (s->completed < target) wait_progress();
   pthread_mutex_unlock(&g_mu);
@@ -540,8 +1073,10 @@ gp_status_t gp__be_stream_query(gp_stream_t h) {
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&g_mu);
+  gp_status_t st = wait_check(s, "gp_stream_query", "querying a capturing stream");
   bool done = s->completed == s->enqueued;
   pthread_mutex_unlock(&g_mu);
+  if (st != GP_SUCCESS) return st;
   return done ? GP_SUCCESS : GP_ERROR_NOT_READY;
 }
 
@@ -551,10 +1086,20 @@ gp_status_t gp__be_stream_wait_event(gp_stream_t h, gp_event_t event) {
   struct gp_event_s *e = event_get(event);
   cpu_op_t *op = op_new(OP_WAIT, 0);
   if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  const char *f = "gp_stream_wait_event";
   gp_status_t st = GP_SUCCESS;
   pthread_mutex_lock(&g_mu);
-  /* An event never recorded, or whose last record is complete, is no wait at all. */
-  if (e->done >= e->recorded) {
+  if (e->cap) {
+    st = capture_join(s, e, f);
+    free(op);
+  } else if (s->cap && e->done < e->recorded) {
+    /* The graph could not know, at each launch, whether that work is done. */
+    st = capture_forbid(s->cap, f,
+                        "waiting on an event recorded outside the capture whose work is not "
+                        "complete");
+    free(op);
+  } else if ((st = legacy_check(s, f)) != GP_SUCCESS || e->done >= e->recorded) {
+    /* An event never recorded, or whose last record is complete, is no wait at all. */
     free(op);
   } else {
     op->u.ev.ev = e;
@@ -590,6 +1135,11 @@ gp_status_t gp__be_enqueue_host_work(gp_stream_t stream, gp__host_work_fn fn, vo
   gp_status_t st = submit(stream, op, false, "gp__be_enqueue_host_work");
   if (st != GP_SUCCESS && free_user) free(user); /* dropped: the contract frees it */
   return st;
+}
+
+int gp__cpu_stream_device(gp_stream_t h) {
+  if (h == NULL || h == GP_STREAM_LEGACY || h == GP_STREAM_PER_THREAD) return gp__current_device();
+  return h->kind == S_WRAPPER ? h->target->device : h->device;
 }
 
 void *gp__be_stream_native(gp_stream_t s) {
@@ -701,6 +1251,18 @@ gp_status_t gp__be_launch(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t
   return submit(stream, op, false, "gp_launch");
 }
 
+/* ---- graph launch ------------------------------------------------------------------------------------ */
+
+gp_status_t gp__be_graph_launch(gp_graph_exec_t exec, gp_stream_t stream) {
+  cpu_op_t *op = op_new(OP_GRAPH, 0);
+  if (op) {
+    gp__cpu_exec_ref(exec); /* released when the launch completes, or with the graph holding it */
+    op->u.graph.exec = exec;
+    op->u.graph.gen = 0;
+  }
+  return submit(stream, op, false, "gp_graph_launch");
+}
+
 /* ---- events ------------------------------------------------------------------------------------------ */
 
 static gp_status_t event_add(struct gp_event_s *e, const char *func) {
@@ -734,8 +1296,18 @@ gp_status_t gp__be_event_destroy(gp_event_t event) {
   if (!gp__handle_remove(event, GP__H_EVENT))
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_event_destroy",
                      "'event' (%p) was destroyed concurrently", (void *)event);
-  /* A pending record still completes: the ops hold references. */
+  /* A pending record still completes: the ops hold references. Wrappers of the event
+   * go with it (see drop_stream_wrappers). */
   pthread_mutex_lock(&g_mu);
+  if (!event->wrapper) {
+    for (struct gp_event_s *w = g_dev[event->device].events, *next; w; w = next) {
+      next = w->next;
+      if (w->wrapper && w->target == event && !w->destroyed && gp__handle_remove(w, GP__H_EVENT)) {
+        w->destroyed = true;
+        event_unref(w);
+      }
+    }
+  }
   event->destroyed = true;
   event_unref(event);
   pthread_mutex_unlock(&g_mu);
@@ -746,16 +1318,33 @@ gp_status_t gp__be_event_record(gp_event_t event, gp_stream_t h) {
   struct gp_stream_s *s = stream_get(h);
   if (s == NULL) return GP_ERROR_OUT_OF_MEMORY;
   struct gp_event_s *e = event_get(event);
+  const char *f = "gp_event_record";
   cpu_op_t *op = op_new(OP_RECORD, 0);
   if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&g_mu);
-  op->u.ev.ev = e;
-  op->u.ev.gen = e->recorded + 1;
-  gp_status_t st = enqueue_locked(s, op);
+  gp_status_t st = GP_SUCCESS;
+  if (s->cap) { /* the event marks the stream's frontier in the capture: no operation */
+    if (s->cap->invalid != GP_SUCCESS)
+      st = capture_invalid_error(s->cap, f);
+    else if (!front_assign(&e->front, &s->front))
+      st = gp__error(GP_ERROR_OUT_OF_MEMORY, f, "out of host memory");
+    else
+      e->cap = s->cap;
+    pthread_mutex_unlock(&g_mu);
+    free(op);
+    return st;
+  }
+  if ((st = legacy_check(s, f)) == GP_SUCCESS) {
+    op->u.ev.ev = e;
+    op->u.ev.gen = e->recorded + 1;
+    st = enqueue_locked(s, op);
+  }
   if (st == GP_SUCCESS) {
     e->recorded = op->u.ev.gen;
     e->rec_device = s->device;
     e->refs++;
+    e->cap = NULL; /* a real record replaces a captured one */
+    e->front.n = 0;
   } else {
     free(op);
   }
@@ -764,8 +1353,14 @@ gp_status_t gp__be_event_record(gp_event_t event, gp_stream_t h) {
 }
 
 gp_status_t gp__be_event_synchronize(gp_event_t event) {
+  GP__TRY(gp__cpu_check_may_wait("gp_event_synchronize"));
   struct gp_event_s *e = event_get(event);
   pthread_mutex_lock(&g_mu);
+  gp_status_t st = captured_event_check(e, "gp_event_synchronize", "event");
+  if (st != GP_SUCCESS) {
+    pthread_mutex_unlock(&g_mu);
+    return st;
+  }
   uint64_t gen = e->recorded;
   int dev = e->rec_device;
   while (e->done < gen) wait_progress();
@@ -776,8 +1371,10 @@ gp_status_t gp__be_event_synchronize(gp_event_t event) {
 gp_status_t gp__be_event_query(gp_event_t event) {
   struct gp_event_s *e = event_get(event);
   pthread_mutex_lock(&g_mu);
+  gp_status_t st = captured_event_check(e, "gp_event_query", "event");
   bool done = e->done >= e->recorded;
   pthread_mutex_unlock(&g_mu);
+  if (st != GP_SUCCESS) return st;
   return done ? GP_SUCCESS : GP_ERROR_NOT_READY;
 }
 
@@ -788,6 +1385,12 @@ gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end)
     return gp__error(GP_ERROR_INVALID_VALUE, f, "'%s' was created with GP_EVENT_DISABLE_TIMING",
                      a->flags & GP_EVENT_DISABLE_TIMING ? "start" : "end");
   pthread_mutex_lock(&g_mu);
+  gp_status_t st = captured_event_check(a, f, "start");
+  if (st == GP_SUCCESS) st = captured_event_check(b, f, "end");
+  if (st != GP_SUCCESS) {
+    pthread_mutex_unlock(&g_mu);
+    return st;
+  }
   uint64_t ra = a->recorded, rb = b->recorded;
   bool ready = a->done >= ra && b->done >= rb;
   double d = (double)(int64_t)(b->done_ns - a->done_ns) / 1e6;

@@ -72,6 +72,7 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *props, int device) {
 }
 
 gp_status_t gp__be_device_synchronize(void) {
+  GP__TRY(gp__gpu_comm_wait(gpuStreamLegacy, gp__current_device(), "gp_device_synchronize"));
   GP__GPU_TRY(gpuDeviceSynchronize, ());
   return GP_SUCCESS;
 }

@@ -72,7 +72,16 @@ static const gp__gpu_error_row_t gp__gpu_errors[] = {
   {gpuErrorNotSupported, GP_ERROR_NOT_SUPPORTED, false},
   {gpuErrorPeerAccessUnsupported, GP_ERROR_NOT_SUPPORTED, false},
   {gpuErrorUnsupportedLimit, GP_ERROR_NOT_SUPPORTED, false},
+  /* Stream capture (gpuport/graph.h): what a capture cannot record, and its misuse. */
   {gpuErrorStreamCaptureUnsupported, GP_ERROR_NOT_SUPPORTED, false},
+  {gpuErrorStreamCaptureInvalidated, GP_ERROR_NOT_SUPPORTED, false},
+  {gpuErrorStreamCaptureImplicit, GP_ERROR_NOT_SUPPORTED, false},
+  {gpuErrorCapturedEvent, GP_ERROR_NOT_SUPPORTED, false},
+  {gpuErrorStreamCaptureMerge, GP_ERROR_INVALID_VALUE, false},
+  {gpuErrorStreamCaptureUnmatched, GP_ERROR_INVALID_VALUE, false},
+  {gpuErrorStreamCaptureUnjoined, GP_ERROR_INVALID_VALUE, false},
+  {gpuErrorStreamCaptureIsolation, GP_ERROR_INVALID_VALUE, false},
+  {gpuErrorStreamCaptureWrongThread, GP_ERROR_INVALID_VALUE, false},
 #ifdef gpuErrorTooManyPeers
   {gpuErrorTooManyPeers, GP_ERROR_NOT_SUPPORTED, false},
 #endif

@@ -44,6 +44,13 @@ int gp__gpu_stream_device(gp_stream_t s);
 /* Forgets and frees every stream and event of device (after a native device reset). */
 void gp__gpu_drop_device(int device);
 
+/* ---- collectives ---------------------------------------------------------------- */
+/* Before a synchronising call blocks: waits for the collectives on stream (the legacy
+ * stream: on any stream) of device while polling their communicators' health, so a dead
+ * or absent peer becomes GP_ERROR_COMM / GP_ERROR_TIMEOUT instead of a hang (API.md).
+ * Free when no collective is pending. */
+gp_status_t gp__gpu_comm_wait(gpuStream_t stream, int device, const char *func);
+
 /* ---- errors ------------------------------------------------------------------- */
 /* The one mapping of native error codes: the gpuport status of native, and whether it
  * is a fault of work already running (sticky: the context is lost). Unknown codes map

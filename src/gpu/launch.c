@@ -6,8 +6,10 @@
  * plain C"). A fault of a running kernel surfaces at the next synchronisation, where
  * gp__gpu_fail raises it as the device's sticky asynchronous error.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "gpu/gpu.h"
 
 static const char *gp__gpu_backend_name(int backend) {
@@ -29,10 +31,14 @@ gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
   GP__TRY(gp__gpu_check_kernel(kernel, __func__));
   dim3 g = {grid.x, grid.y, grid.z}, b = {block.x, block.y, block.z};
   char call[160];
-  snprintf(call, sizeof(call), "%s of kernel '%s'", GP__GPU_STR(gpuLaunchKernel), kernel->name);
-  GP__GPU_TRY_NAMED(gp__gpu_stream_device(stream), call,
-                    gpuLaunchKernel(kernel->gpu_entry, g, b, args, dynamic_shared,
-                                    gp__gpu_stream(stream)));
+  bool module = (kernel->flags & GP__KFLAG_MODULE) != 0; /* from gpuport/module.h */
+  snprintf(call, sizeof(call), "%s of kernel '%s'",
+           module ? gpuModuleLaunchName : GP__GPU_STR(gpuLaunchKernel), kernel->name);
+  gpuError_t e = module ? gpuModuleLaunch(kernel->gpu_entry, g, b, args, dynamic_shared,
+                                          gp__gpu_stream(stream))
+                        : gpuLaunchKernel(kernel->gpu_entry, g, b, args, dynamic_shared,
+                                          gp__gpu_stream(stream));
+  if (e != gpuSuccess) return gp__gpu_fail(e, gp__gpu_stream_device(stream), __func__, call);
   return GP_SUCCESS;
 }
 
@@ -40,9 +46,11 @@ gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t byte
   GP__TRY(gp__gpu_check_kernel(kernel, __func__));
   char call[160];
   snprintf(call, sizeof(call), "%s of kernel '%s'", GP__GPU_STR(gpuFuncSetAttribute), kernel->name);
-  GP__GPU_TRY_NAMED(gp__current_device(), call,
-                    gpuFuncSetAttribute(kernel->gpu_entry, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)bytes));
+  gpuError_t e = (kernel->flags & GP__KFLAG_MODULE)
+                     ? gpuModuleSetMaxDynamicShared(kernel->gpu_entry, (int)bytes)
+                     : gpuFuncSetAttribute(kernel->gpu_entry,
+                                           gpuFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e != gpuSuccess) return gp__gpu_fail(e, gp__current_device(), __func__, call);
   return GP_SUCCESS;
 }
 
@@ -64,8 +72,90 @@ static void gp__gpu_host_work_run(void *p) {
   free(w);
 }
 
+/* ---- host work in a capture: owned by the graph, run from a fresh copy each launch --- */
+/* internal.h: a captured record runs at every launch of the graph, each time from a copy
+ * of the record as captured; the graph frees it (a user object: after the last launch
+ * of the last executable graph that holds it). */
+typedef struct gp__gpu_captured_work {
+  gp__host_work_fn fn;
+  void *user;   /* as captured */
+  size_t bytes; /* free_user: its size, copied at each launch */
+  bool free_user;
+  int device;
+} gp__gpu_captured_work_t;
+
+static void gp__gpu_captured_work_run(void *p) {
+  gp__gpu_captured_work_t *w = p;
+  void *copy = w->user;
+  if (w->free_user) {
+    copy = malloc(w->bytes ? w->bytes : 1);
+    if (copy == NULL) {
+      gp__async_error_raise(w->device, GP_ERROR_OUT_OF_MEMORY,
+                            "no host memory to run captured host work");
+      return;
+    }
+    memcpy(copy, w->user, w->bytes);
+  }
+  gp_status_t s = w->fn(copy);
+  if (s != GP_SUCCESS)
+    gp__async_error_raise(w->device, s, "host work captured on a stream of device %d failed: %s",
+                          w->device, gp_status_name(s));
+  if (w->free_user) free(copy);
+}
+
+#ifdef GP__GPU_USER_OBJECTS
+static void gp__gpu_captured_work_free(void *p) {
+  gp__gpu_captured_work_t *w = p;
+  if (w->free_user) free(w->user);
+  free(w);
+}
+#endif
+
+static gp_status_t gp__gpu_capture_host_work(gp_stream_t stream, gp__host_work_fn fn, void *user,
+                                             bool free_user) {
+  int dev = gp__gpu_stream_device(stream);
+#ifdef GP__GPU_USER_OBJECTS
+  gp__gpu_captured_work_t *w = malloc(sizeof(*w));
+  if (!w) {
+    if (free_user) free(user);
+    return GP__GPU_ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory for host work");
+  }
+  w->fn = fn;
+  w->user = user;
+  w->bytes = free_user ? malloc_usable_size(user) : 0;
+  w->free_user = free_user;
+  w->device = dev;
+  gpuGraph_t g = NULL;
+  gpuError_t e = gpuStreamCaptureGraph(gp__gpu_stream(stream), &g);
+  if (e != gpuSuccess) {
+    gp__gpu_captured_work_free(w);
+    return gp__gpu_fail(e, dev, __func__, gpuStreamCaptureGraphName);
+  }
+  /* From here the graph owns w (and frees it on failure too). */
+  if ((e = gpuGraphOwn(g, w, gp__gpu_captured_work_free)) != gpuSuccess)
+    return gp__gpu_fail(e, dev, __func__, "the graph's user object");
+  GP__GPU_TRY_NAMED(dev, gpuLaunchHostFuncName,
+                    gpuLaunchHostFunc(gp__gpu_stream(stream), gp__gpu_captured_work_run, w));
+  return GP_SUCCESS;
+#else
+  (void)fn;
+  (void)dev;
+  (void)gp__gpu_captured_work_run;
+  if (free_user) free(user);
+  return GP__GPU_ERR(GP_ERROR_NOT_SUPPORTED,
+                     "host work cannot be captured with this HIP runtime (no hipUserObjectCreate "
+                     "before ROCm 6)");
+#endif
+}
+
 gp_status_t gp__be_enqueue_host_work(gp_stream_t stream, gp__host_work_fn fn, void *user,
                                      bool free_user) {
+  gpuStreamCaptureStatus cs = gpuStreamCaptureStatusNone;
+  if (gpuStreamIsCapturing(gp__gpu_stream(stream), &cs) != gpuSuccess) {
+    (void)gpuGetLastError(); /* the enqueue below reports what is wrong with the stream */
+    cs = gpuStreamCaptureStatusNone;
+  }
+  if (cs != gpuStreamCaptureStatusNone) return gp__gpu_capture_host_work(stream, fn, user, free_user);
   gp__gpu_host_work_t *w = malloc(sizeof(*w));
   if (!w) {
     if (free_user) free(user);

@@ -77,6 +77,7 @@ bool gp__be_pointer_native(const void *ptr, gp_pointer_attributes_t *attr) {
 /* Waits for a stream after a copy or fill when the public call is synchronous. */
 static gp_status_t gp__gpu_finish(gp_stream_t stream, bool sync, const char *func) {
   if (!sync) return GP_SUCCESS;
+  GP__TRY(gp__gpu_comm_wait(gp__gpu_stream(stream), gp__gpu_stream_device(stream), func));
   gpuError_t e = gpuStreamSynchronize(gp__gpu_stream(stream));
   if (e != gpuSuccess)
     return gp__gpu_fail(e, gp__gpu_stream_device(stream), func, GP__GPU_STR(gpuStreamSynchronize));

@@ -97,6 +97,7 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
 }
 
 gp_status_t gp__be_stream_synchronize(gp_stream_t s) {
+  GP__TRY(gp__gpu_comm_wait(gp__gpu_stream(s), gp__gpu_stream_device(s), "gp_stream_synchronize"));
   GP__GPU_TRY_DEV(gp__gpu_stream_device(s), gpuStreamSynchronize, (gp__gpu_stream(s)));
   return GP_SUCCESS;
 }
@@ -176,6 +177,7 @@ gp_status_t gp__be_event_record(gp_event_t ev, gp_stream_t s) {
 }
 
 gp_status_t gp__be_event_synchronize(gp_event_t ev) {
+  GP__TRY(gp__gpu_comm_wait(gpuStreamLegacy, ev->node.device, "gp_event_synchronize"));
   GP__GPU_TRY_DEV(ev->node.device, gpuEventSynchronize, (ev->native));
   return GP_SUCCESS;
 }

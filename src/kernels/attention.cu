@@ -33,8 +33,10 @@
  * (window_left, window_right) by src/attention.c; gp__attn_key_range() gives each row's
  * visible keys. Varlen: the block reads its sequence's offsets from cu_seqlens; tiles
  * past the sequence's end return at once (before any barrier, uniformly). The grid
- * covers seqlen_q rows per sequence, so a sequence longer than the seqlen_q passed
- * (a caller error the host implementation reports) is cut there.
+ * covers seqlen_q rows per sequence and the checks on the host sized nothing else, so
+ * offsets that are negative, decrease, or give a sequence longer than seqlen_q or
+ * seqlen_k (a caller error the host implementation reports as GP_ERROR_INVALID_VALUE)
+ * trap: the launch fails instead of reading outside the tensors.
  * Numerics: inputs converted to f32, f32 products and sums (fmaf), P kept in f32, one
  * rounding to the output dtype at the end; tool/ref_attention.h derives the bound.
  */
@@ -88,8 +90,8 @@ GP_KERNEL void gp__attention_fwd_tiled(gp__attn_params_t p) {
     k_row0 = p.cu_k[b];
     sq = p.cu_q[b + 1] - q_row0;
     sk = p.cu_k[b + 1] - k_row0;
-    if (sq > p.seqlen_q) sq = p.seqlen_q; /* the grid covers seqlen_q rows */
-    if (sk < 0) sk = 0;
+    if (q_row0 < 0 || k_row0 < 0 || sq < 0 || sk < 0 || sq > p.seqlen_q || sk > p.seqlen_k)
+      __trap(); /* uniform over the block: no barrier is reached first */
   }
   const int64_t i0 = tile * GP__ATTN_KQ;
   if (i0 >= sq) return; /* the whole block: no barrier reached yet */

@@ -35,6 +35,7 @@
 #include <gpuport/kernel.h>
 #include <gpuport/blas.h>
 
+#include "gemm_epilogue.h"
 #include "gemm_params.h"
 
 #define BM GP__GEMM_TILE_M
@@ -52,36 +53,6 @@
 #else
 #define GEMM_UNROLL _Pragma("unroll")
 #endif
-
-GP_DEVICE float gemm_load(const void *base, int type, int64_t i) {
-  if (type == GP_F16) return gp_f32_from_f16(((const gp_f16_t *)base)[i]);
-  if (type == GP_BF16) return gp_f32_from_bf16(((const gp_bf16_t *)base)[i]);
-  return ((const float *)base)[i];
-}
-
-GP_DEVICE void gemm_store(void *base, int type, int64_t i, float v) {
-  if (type == GP_F16)
-    ((gp_f16_t *)base)[i] = gp_f16_from_f32(v);
-  else if (type == GP_BF16)
-    ((gp_bf16_t *)base)[i] = gp_bf16_from_f32(v);
-  else
-    ((float *)base)[i] = v;
-}
-
-GP_DEVICE float gemm_epilogue(int epi, float x, float bias) {
-  if (epi == GP_EPILOGUE_NONE) return x;
-  x += bias;
-  if (epi == GP_EPILOGUE_BIAS_RELU) return x > 0.0f ? x : 0.0f;
-  if (epi == GP_EPILOGUE_BIAS_GELU) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-  if (epi == GP_EPILOGUE_BIAS_GELU_TANH)
-    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-  return x;
-}
-
-GP_DEVICE const char *gemm_offset(const void *base, int type, int64_t elems) {
-  const int64_t size = type == GP_F32 ? 4 : 2;
-  return (const char *)base + elems * size;
-}
 
 GP_KERNEL void gp__gemm_tiled(gp__gemm_params_t p) {
   GP_SHARED(float, As, [BK][BM + 1]);
@@ -135,13 +106,7 @@ GP_KERNEL void gp__gemm_tiled(gp__gemm_params_t p) {
           GEMM_UNROLL for (int r = 0; r < RM; r++) {
             const int64_t i = i0 + tx + TX * r;
             if (i >= p.m) continue;
-            const int64_t off = i + j * p.ldc;
-            float x = p.k > 0 ? p.alpha * acc[r][s] : 0.0f;
-            if (p.beta != 0.0f) x = fmaf(p.beta, gemm_load(c, p.c_type, off), x);
-            float bias = 0.0f;
-            if (p.epilogue != GP_EPILOGUE_NONE)
-              bias = gemm_load(p.bias, p.bias_type, p.bias_along_m ? i : j);
-            gemm_store(c, p.c_type, off, gemm_epilogue(p.epilogue, x, bias));
+            gemm_finish(&p, c, i, j, acc[r][s]);
           }
         }
       }

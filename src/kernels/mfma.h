@@ -1,6 +1,7 @@
 /*
- * amd_mfma_geometry.h - tile shapes and LDS address maps of the AMD MFMA kernels
- * (hip/gemm_mfma.cu, hip/attention_mfma.cu), shared with their launch code in src/ and
+ * mfma.h - tile shapes and LDS address maps of the AMD MFMA kernels
+ * (hip/gemm_mfma.cu, hip/attention_mfma.cu, hip/attention_bwd_mfma.cu), shared with the
+ * host code that chooses and launches them (src/gemm_mfma.c, src/attention_mfma.c) and
  * with the test that checks the LDS maps for bank conflicts (test/test_amd_kernels.c).
  * Plain C with GP_HOST_DEVICE inline functions; nothing here is public.
  *
@@ -11,8 +12,8 @@
  * same bank at different addresses conflict. Every map below is checked against this
  * model, access by access, in test_amd_kernels.c.
  */
-#ifndef GP_KERNELS_AMD_MFMA_GEOMETRY_H
-#define GP_KERNELS_AMD_MFMA_GEOMETRY_H
+#ifndef GP_KERNELS_MFMA_H
+#define GP_KERNELS_MFMA_H
 
 #include <stdint.h>
 #include <gpuport/export.h>
@@ -99,4 +100,4 @@ static inline GP_HOST_DEVICE int gp__amd_attn_bwd_dkv_lds_bytes(int d, int dv) {
   return GP__AMD_ATTN_BWD_BM * (2 * d + 2 * dv) * 2 + 2 * GP__AMD_ATTN_BWD_BM * 4;
 }
 
-#endif /* GP_KERNELS_AMD_MFMA_GEOMETRY_H */
+#endif /* GP_KERNELS_MFMA_H */

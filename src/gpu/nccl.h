@@ -1,0 +1,39 @@
+/*
+ * nccl.h - the NCCL/RCCL mapping's interface (src/gpu/nccl.c). The mapping itself is
+ * vendor-neutral: what it needs from the runtime (native streams, events, the device)
+ * comes through these hooks, filled from cuda/vendor.h or hip/vendor.h by
+ * src/gpu/comm_gpu.c, and by fakes in test/test_comm_nccl.c, which compiles nccl.c
+ * into the cpu build's test against a mock libnccl.so.2 so CI checks the mapping.
+ */
+#ifndef GP_NCCL_H
+#define GP_NCCL_H
+
+#include "comm.h"
+
+typedef struct gp__nccl_hooks {
+  const char *library; /* the file dlopen'ed by default: "libnccl.so.2", "librccl.so.1" */
+  const char *vendor;  /* "NCCL", "RCCL": for messages */
+  bool rccl;           /* RCCL: ncclAllToAll, no OCP fp8 reductions */
+  /* The native stream (cudaStream_t / hipStream_t) of a resolved gpuport stream. */
+  void *(*native_stream)(gp_stream_t s);
+  /* The device a resolved stream's work runs on. */
+  int (*stream_device)(gp_stream_t s);
+  /* Makes device current for the native runtime (NCCL reads it at initialisation). */
+  gp_status_t (*set_device)(int device);
+  gp_status_t (*event_create)(void **event);
+  gp_status_t (*event_record)(void *event, void *native_stream);
+  int (*event_query)(void *event); /* 1 complete, 0 not yet, < 0 failed (counted complete) */
+  void (*event_destroy)(void *event);
+} gp__nccl_hooks_t;
+
+/* The backend table over hooks (kept by pointer; set before the first communicator). */
+const gp__comm_backend_t *gp__nccl_backend(const gp__nccl_hooks_t *hooks);
+
+/* Health-checked wait: returns once every collective enqueued on native_stream (NULL:
+ * on any stream) of device has completed, polling ncclCommGetAsyncError and each
+ * communicator's deadline meanwhile (sleeping between polls, 20 us growing to 1 ms). A
+ * failed or late communicator is aborted and its error returned (GP_ERROR_COMM,
+ * GP_ERROR_TIMEOUT) with the message set. Free when no collective is pending. */
+gp_status_t gp__nccl_wait(void *native_stream, int device, const char *func);
+
+#endif /* GP_NCCL_H */
