@@ -10,7 +10,11 @@
  * causal; the backward, timed alone after one forward, counts 2.5 times that, as
  * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
  * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
- * machine can do) and gpuport's ratio to it. launch reports microseconds per kernel of a
+ * machine can do) and gpuport's ratio to it; on the hip backend the GEMM and attention
+ * tables show hipBLASLt, loaded with dlopen where installed (tool/anchor_hipblaslt.c), in
+ * the same column: for GEMM the same product, for attention the two batched GEMMs of the
+ * forward's FLOPs (S = Q K^T and O = P V over every head, dense, without the softmax or
+ * the mask: the GEMM work alone), and the column says why when hipBLASLt is absent. launch reports microseconds per kernel of a
  * chain of small dependent kernels on one stream, enqueued one by one and replayed as
  * one graph (gpuport/graph.h), timed on the host from the first enqueue to the end of
  * the stream synchronisation (launch cost is host time).
@@ -116,18 +120,31 @@ static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
   return s;
 }
 
+/* The anchor column of one row: OpenBLAS on the CPU, hipBLASLt on the hip backend. */
+typedef struct anchor {
+  const char *label; /* printed before the figure ("" for OpenBLAS, as before) */
+  const char *key;   /* JSON key of the figure */
+  double tflops;     /* > 0: measured */
+  char note[200];    /* else, when set: why there is no figure */
+} anchor_t;
+
+static const anchor_t k_no_anchor = {"", "", 0, ""};
+
 static void result(const bench_opts_t *o, const char *kind, const char *shape, const char *dtype,
-                   double ms, const char *unit, double value, double anchor, double ratio) {
+                   double ms, const char *unit, double value, const anchor_t *a) {
+  const double ratio = a->tflops > 0 ? value / a->tflops : 0;
   if (o->json) {
     printf("%s\n    {\"bench\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"median_ms\": %.4f, "
            "\"%s\": %.4f",
            n_results ? "," : "", kind, shape, dtype, ms, unit, value);
-    if (anchor > 0) printf(", \"anchor_cblas_sgemm_tflops\": %.4f, \"ratio\": %.3f", anchor, ratio);
+    if (a->tflops > 0) printf(", \"%s\": %.4f, \"ratio\": %.3f", a->key, a->tflops, ratio);
+    else if (a->note[0]) printf(", \"%s\": null, \"anchor_note\": \"%s\"", a->key, a->note);
     printf("}");
   } else {
     printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
            !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
-    if (anchor > 0) printf("   anchor %.3f TFLOP/s, ratio %.2f", anchor, ratio);
+    if (a->tflops > 0) printf("   anchor %s%.3f TFLOP/s, ratio %.2f", a->label, a->tflops, ratio);
+    else if (a->note[0]) printf("   anchor %s%s", a->label, a->note);
     printf("\n");
   }
   fflush(stdout);
@@ -169,6 +186,42 @@ static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t
   return med > 0 ? 2e-9 * (double)m * (double)n * (double)k / med : 0;
 }
 
+/* hipBLASLt (hip backend) on each product of shapes[0..n-1], run back to back on s:
+ * the anchor's TFLOP/s for flops, or the reason it has none. */
+static void lt_anchor(const bench_opts_t *o, gp_stream_t s, const tool_lt_shape_t *shapes, int n,
+                      double flops, anchor_t *a) {
+  *a = (anchor_t){"hipBLASLt ", "anchor_hipblaslt_tflops", 0, ""};
+  double total = 0;
+  for (int i = 0; i < n; i++) {
+    tool_lt_gemm_t *g = tool_lt_gemm_create(&shapes[i], a->note, sizeof a->note);
+    double ms = 0;
+    if (!g) return;
+    gp_status_t st = time_runs(o, "hipBLASLt", tool_lt_gemm_run, g, s, &ms);
+    tool_lt_gemm_destroy(g);
+    if (st != GP_SUCCESS) {
+      snprintf(a->note, sizeof a->note, "hipblasLtMatmul failed: %s", gp_status_name(st));
+      return;
+    }
+    total += ms;
+  }
+  if (total > 0) a->tflops = flops * 1e-9 / total;
+}
+
+/* The anchor of one GEMM row: OpenBLAS (cpu; measured once per shape into *cpu_tflops),
+ * hipBLASLt on the same device buffers (hip; C is overwritten), none on cuda. */
+static void gemm_anchor(const bench_opts_t *o, gp_stream_t s, const gemm_ctx_t *g,
+                        double cpu_tflops, anchor_t *a) {
+  *a = k_no_anchor;
+  if (gp_backend() == GP_BACKEND_CPU) {
+    a->key = "anchor_cblas_sgemm_tflops";
+    a->tflops = cpu_tflops;
+  } else if (gp_backend() == GP_BACKEND_HIP) {
+    /* Row-major C = A B is column-major C^T (n x m) = B^T A^T: B first. */
+    tool_lt_shape_t sh = {g->t, 0, 0, g->n, g->m, g->k, 1, g->b, g->a, g->c, g->n, g->k, g->n, 0, 0, 0};
+    lt_anchor(o, s, &sh, 1, 2.0 * (double)g->m * (double)g->n * (double)g->k, a);
+  }
+}
+
 static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   /* Llama-3-8B projections (tokens x out x in): attention 4096^3, MLP 2048x4096x14336
    * on GPUs; on the CPU the same aspect at a quarter of each size. */
@@ -204,7 +257,9 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
       TOOL_TRY(gp_malloc(&g.c, nc));
       TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
       double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
-      result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, anchor, anchor > 0 ? tf / anchor : 0);
+      anchor_t an;
+      gemm_anchor(o, s, &g, anchor, &an);
+      result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, &an);
     out:
       gp_free(g.a), gp_free(g.b), gp_free(g.c);
       if (rc) return rc;
@@ -252,6 +307,35 @@ out:
   return st;
 }
 
+/* The hip backend's attention anchor: hipBLASLt's two batched GEMMs of the forward's
+ * dense FLOPs over batch x heads_q: S (seqlen_k x seqlen_q) = K Q^T, then O^T (head_dim
+ * x seqlen_q) = V^T S, on contiguous scratch buffers (the causal mask and the softmax are
+ * not the GEMM library's work). An absent library or scratch that does not fit leaves
+ * the reason in a->note. */
+static void attn_anchor(const bench_opts_t *o, gp_stream_t s, const gp_attention_desc_t *d,
+                               anchor_t *a) {
+  const int64_t bh = d->batch * d->heads_q, sq = d->seqlen_q, sk = d->seqlen_k, hd = d->head_dim;
+  size_t nq, nk, ns;
+  if (!elements(&nq, bh, sq, hd, 1) || !elements(&nk, bh, sk, hd, 1) || !elements(&ns, bh, sq, sk, 1))
+    return;
+  const size_t es = gp_dtype_size(d->dtype);
+  void *q = NULL, *k = NULL, *v = NULL, *sm = NULL, *out = NULL;
+  gp_status_t st;
+  if ((st = filled(&q, d->dtype, nq)) == GP_SUCCESS && (st = filled(&k, d->dtype, nk)) == GP_SUCCESS &&
+      (st = filled(&v, d->dtype, nk)) == GP_SUCCESS && (st = gp_malloc(&sm, ns * es)) == GP_SUCCESS &&
+      (st = gp_malloc(&out, nq * es)) == GP_SUCCESS) {
+    /* Column-major views: Q^T, K^T, V^T are hd x seq (ld hd) per head. */
+    const tool_lt_shape_t sh[2] = {
+        {d->dtype, 1, 0, sk, sq, hd, bh, k, q, sm, hd, hd, sk, sk * hd, sq * hd, sk * sq},
+        {d->dtype, 0, 0, hd, sq, sk, bh, v, sm, out, hd, sk, hd, sk * hd, sk * sq, sq * hd}};
+    lt_anchor(o, s, sh, 2, 4.0 * (double)bh * (double)sq * (double)sk * (double)hd, a);
+  } else {
+    snprintf(a->note, sizeof a->note, "no device memory for the GEMMs' scratch (%s)",
+             gp_status_name(st));
+  }
+  gp_free(q), gp_free(k), gp_free(v), gp_free(sm), gp_free(out);
+}
+
 static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   /* Llama-3-8B attention: 32 query heads, 8 KV heads, head_dim 128. */
@@ -283,10 +367,12 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
     if (o->backward) {
       if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
       TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
-      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0);
+      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, &k_no_anchor);
     } else {
       TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
-      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+      anchor_t an = k_no_anchor;
+      if (gp_backend() == GP_BACKEND_HIP) attn_anchor(o, s, &a, &an);
+      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, &an);
     }
   out:
     gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
@@ -336,7 +422,7 @@ static int bench_memcpy(const bench_opts_t *o, gp_stream_t s) {
     snprintf(shape, sizeof shape, "%s %s", runs[i].name, sz);
     double ms = 0;
     TOOL_TRY(time_runs(o, shape, run_copy, &runs[i].c, s, &ms));
-    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, 0, 0);
+    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, &k_no_anchor);
   }
 out:
   gp_free_host(pinned), gp_free(d1), gp_free(d2), free(pageable);
@@ -407,7 +493,7 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
   snprintf(shape, sizeof shape, "chain of %lld, plain launches", (long long)c.kernels);
   TOOL_TRY(time_wall(o, run_chain, &c, s, &ms));
   runs += (double)(o->warmup + o->iters) * (double)c.kernels;
-  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0);
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, &k_no_anchor);
   double t0 = tool_now_ms();
   TOOL_TRY(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
   gp_status_t cst = run_chain(&c, s);
@@ -419,7 +505,7 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
   snprintf(shape, sizeof shape, "chain of %lld, graph replay", (long long)c.kernels);
   TOOL_TRY(time_wall(o, run_graph, &c, s, &ms));
   runs += (double)(o->warmup + o->iters) * (double)c.kernels;
-  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0);
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, &k_no_anchor);
   if (!o->json)
     printf("           (capture and instantiation of the graph, once: %.3f ms)\n", build_ms);
   rc = check_chain(&c, runs);
@@ -440,11 +526,13 @@ static const char bench_usage[] =
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
     "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
     "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
+    "             or hipBLASLt (hip backend, when installed)\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
     "             --deterministic 0|1 (backward)\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
-    "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
+    "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU); on the hip backend beside\n"
+    "             hipBLASLt's two batched GEMMs of the same FLOPs (when installed)\n"
     "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
     "  launch:    --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
     "             launched one by one and replayed as one graph (us per kernel)\n"

@@ -65,4 +65,23 @@ typedef void (*tool_sgemm_fn)(int m, int n, int k, float alpha, const float *a, 
                               const float *b, int ldb, float beta, float *c, int ldc);
 tool_sgemm_fn tool_anchor_sgemm(void);
 
+/* The anchor of GPU figures on the hip backend: hipBLASLt (anchor_hipblaslt.c), loaded
+ * with dlopen when present. One column-major product C (m x n, ldc) = op(A) op(B) of one
+ * type (f32 accumulation, alpha 1, beta 0), batch strided, on device buffers. */
+typedef struct tool_lt_shape {
+  gp_dtype_t type;
+  int trans_a, trans_b;
+  int64_t m, n, k, batch;
+  const void *a, *b;
+  void *c;
+  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+} tool_lt_shape_t;
+typedef struct tool_lt_gemm tool_lt_gemm_t;
+/* Loads hipBLASLt (once) and picks its algorithm for the shape; NULL with the reason in
+ * why (not the hip backend, library absent, no algorithm). */
+tool_lt_gemm_t *tool_lt_gemm_create(const tool_lt_shape_t *shape, char *why, size_t why_len);
+/* Enqueues the product on s (an enqueue function for the bench timer; ctx is the plan). */
+gp_status_t tool_lt_gemm_run(void *ctx, gp_stream_t s);
+void tool_lt_gemm_destroy(tool_lt_gemm_t *g);
+
 #endif /* GP_TOOL_H */
