@@ -34,6 +34,15 @@
  *    stages tiles with plain loads and stores.
  *  - epilogue: each thread finishes its own accumulators (gemm_finish).
  *
+ * gp__gemm_sm80_tf32 (GP_COMPUTE_TF32 with f32 inputs): the block, warp and grid
+ * decomposition of the mma kernels with mma.m16n8k8 on tf32 (4 x 4 per warp per 8 of
+ * k), k 16 at a time through a 4-stage ring. Stages hold op(A) and op(B) as stored
+ * (16-byte cp.async of 4 floats along the contiguous dimension when A, B, their leading
+ * dimensions and batch strides are 16-byte aligned, else 4-byte cp.async), and each
+ * lane reads its fragment elements with scalar loads (ldmatrix moves 16-bit elements)
+ * and rounds them with cvt.rna.tf32.f32, as cuBLAS's TF32 mode does. One kernel serves
+ * the four transpose pairs: the orientation only changes the strides of those loads.
+ *
  * gp__gemm_sm80_f32: FFMA, 128 x 128 tiles, 16 x 16 threads of 8 x 8 outputs (rows
  * 4 tx .. 4 tx + 3 and 64 + 4 tx .., columns likewise with ty, so each thread reads two
  * float4 of A and of B per k), k in steps of 8 through a 3-stage ring of 4-byte
@@ -54,6 +63,12 @@
 #define SM80_UNROLL _Pragma("GCC unroll 16")
 #else
 #define SM80_UNROLL _Pragma("unroll")
+#endif
+/* Helpers that take accumulator arrays: inlined, so the arrays stay in registers. */
+#if defined(GP_TARGET_CPU)
+#define SM80_INLINE static inline
+#else
+#define SM80_INLINE static __device__ __forceinline__
 #endif
 
 #define BM GP__SM80_GEMM_BM
@@ -100,6 +115,23 @@ GP_DEVICE void sm80_stage_b16(gp_nv_async_t *as, uint16_t *dst, int ld_s, const 
   }
 }
 
+/* Finishes a warp's 64 x 32 sub-tile at (i0, j0) from its 4 x 4 mma accumulators:
+ * accumulator e of (mt, nt) is row g + 8 (e / 2), column 2 t + e % 2 of that 16 x 8 tile
+ * (g = lane / 4, t = lane % 4). */
+SM80_INLINE void sm80_mma_store(const gp__gemm_params_t *p, void *c, int64_t i0, int64_t j0, int lane,
+                              float acc[4][4][4]) {
+  const int g = lane / 4, t4 = lane % 4;
+  SM80_UNROLL
+  for (int mt = 0; mt < 4; mt++)
+    SM80_UNROLL
+    for (int nt = 0; nt < 4; nt++)
+      SM80_UNROLL
+      for (int e = 0; e < 4; e++) {
+        const int64_t i = i0 + mt * 16 + g + 8 * (e / 2), j = j0 + nt * 8 + 2 * t4 + e % 2;
+        if (i < p->m && j < p->n) gemm_finish(p, c, i, j, acc[mt][nt][e]);
+      }
+}
+
 /* ---- f16 and bf16 on mma.sync: one kernel per input type and pair of transposes ---- */
 #define GEMM_NAME gp__gemm_sm80_f16_nn
 #define GEMM_TA 0
@@ -141,6 +173,119 @@ GP_DEVICE void sm80_stage_b16(gp_nv_async_t *as, uint16_t *dst, int ld_s, const 
 #define GEMM_TB 1
 #define GEMM_BF16 1
 #include "gemm_sm80_mma.cuh"
+
+/* ---- f32 on tf32 mma.sync (GP_COMPUTE_TF32) ---------------------------------------------- */
+#define TBK GP__SM80_TGEMM_BK
+#define TSTAGES GP__SM80_TGEMM_STAGES
+
+/* sm80_stage_b16 for f32: 4-element chunks, one 16-byte cp.async each when vec, else
+ * four 4-byte ones (any alignment); zeros outside rows_valid x cols_valid. */
+GP_DEVICE void sm80_stage_f32(gp_nv_async_t *as, float *dst, int ld_s, const float *src, int64_t ld,
+                              int64_t rows_valid, int64_t cols_valid, int rows, int cols, int vec,
+                              int tid) {
+  const int per_row = cols / 4;
+  SM80_UNROLL
+  for (int ch = tid; ch < rows * per_row; ch += THREADS) {
+    const int r = ch / per_row, c = ch % per_row * 4;
+    float *d = dst + r * ld_s + c;
+    int64_t n = r < rows_valid ? cols_valid - c : 0;
+    n = n < 0 ? 0 : (n > 4 ? 4 : n);
+    if (vec) {
+      gp_nv_cp_async_16(as, d, n > 0 ? src + r * ld + c : src, (int)(4 * n));
+    } else {
+      SM80_UNROLL
+      for (int e = 0; e < 4; e++)
+        gp_nv_cp_async_4(as, d + e, e < n ? src + r * ld + c + e : src, e < n ? 4 : 0);
+    }
+  }
+}
+
+/* Copies k-tile kt of op(A) and op(B) into the stage at st, in their stored orientation. */
+GP_DEVICE void sm80_tgemm_stage(gp_nv_async_t *as, float *st, const gp__gemm_params_t *p,
+                                const float *a, const float *b, int64_t m0, int64_t n0, int64_t kt,
+                                int vec, int tid) {
+  float *As = st, *Bs = st + GP__SM80_TGEMM_A_ELEMS(p->trans_a != 0);
+  const int64_t k0 = kt * TBK;
+  if (p->trans_a) /* a[p + i lda]: rows of m, k contiguous */
+    sm80_stage_f32(as, As, TBK + 4, a + k0 + m0 * p->lda, p->lda, p->m - m0, p->k - k0, BM, TBK, vec, tid);
+  else /* a[i + p lda]: rows of k, m contiguous */
+    sm80_stage_f32(as, As, BM + 8, a + m0 + k0 * p->lda, p->lda, p->k - k0, p->m - m0, TBK, BM, vec, tid);
+  if (p->trans_b) /* b[j + p ldb]: rows of k, n contiguous */
+    sm80_stage_f32(as, Bs, BN + 8, b + n0 + k0 * p->ldb, p->ldb, p->k - k0, p->n - n0, TBK, BN, vec, tid);
+  else /* b[p + j ldb]: rows of n, k contiguous */
+    sm80_stage_f32(as, Bs, TBK + 4, b + k0 + n0 * p->ldb, p->ldb, p->n - n0, p->k - k0, BN, TBK, vec, tid);
+}
+
+GP_KERNEL void __launch_bounds__(THREADS) gp__gemm_sm80_tf32(gp__gemm_params_t p, int vec) {
+  GP_DYNAMIC_SHARED(float, smem);
+  const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp % 2, wn = warp / 2; /* the warp's 64 x 32 sub-tile */
+  const int g = lane / 4, t4 = lane % 4;
+  const int ta = p.trans_a != 0, tb = p.trans_b != 0;
+  /* op(A)(m, k) of a stage is As[m * am + k * ak], op(B)(k, n) is Bs[k * bk + n * bn] */
+  const int am = ta ? TBK + 4 : 1, ak = ta ? 1 : BM + 8;
+  const int bk = tb ? BN + 8 : 1, bn = tb ? 1 : TBK + 4;
+  const int a_elems = GP__SM80_TGEMM_A_ELEMS(ta);
+  const int stage = a_elems + GP__SM80_TGEMM_B_ELEMS(tb);
+  const int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
+  const int64_t tiles = tiles_m * tiles_n, ktiles = (p.k + TBK - 1) / TBK;
+  gp_nv_async_t as;
+  gp_nv_async_init(&as);
+
+  for (int64_t z = blockIdx.z; z < p.batch; z += gridDim.z) {
+    const float *a = ktiles ? (const float *)p.a + z * p.stride_a : (const float *)0;
+    const float *b = ktiles ? (const float *)p.b + z * p.stride_b : (const float *)0;
+    void *c = (void *)gemm_offset(p.c, p.c_type, z * p.stride_c);
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int64_t tm, tn;
+      sm80_tile_coords(t, tiles_m, tiles_n, &tm, &tn);
+      const int64_t m0 = tm * BM, n0 = tn * BN;
+      float acc[4][4][4];
+      SM80_UNROLL for (int i = 0; i < 4; i++)
+        SM80_UNROLL for (int j = 0; j < 4; j++)
+          SM80_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+      __syncthreads(); /* the previous tile's stages are no longer read */
+      for (int s = 0; s < TSTAGES - 1; s++) {
+        if (s < ktiles) sm80_tgemm_stage(&as, smem + s * stage, &p, a, b, m0, n0, s, vec, tid);
+        gp_nv_cp_async_commit(&as);
+      }
+      for (int64_t kt = 0; kt < ktiles; kt++) {
+        gp_nv_cp_async_wait(&as, TSTAGES - 2);
+        __syncthreads(); /* stage kt is complete for all, stage kt - 1 is no longer read */
+        const int64_t next = kt + TSTAGES - 1;
+        if (next < ktiles)
+          sm80_tgemm_stage(&as, smem + (int)(next % TSTAGES) * stage, &p, a, b, m0, n0, next, vec, tid);
+        gp_nv_cp_async_commit(&as);
+
+        const float *As = smem + (int)(kt % TSTAGES) * stage, *Bs = As + a_elems;
+        SM80_UNROLL
+        for (int kk = 0; kk < TBK; kk += 8) {
+          uint32_t af[4][4], bf[4][2];
+          SM80_UNROLL
+          for (int mt = 0; mt < 4; mt++) {
+            const int m = wm * 64 + mt * 16 + g, k = kk + t4;
+            SM80_UNROLL /* a[i]: row g + 8 (i & 1), column t + 4 (i >> 1) */
+            for (int i = 0; i < 4; i++)
+              af[mt][i] = gp_nv_cvt_tf32(As[(m + 8 * (i & 1)) * am + (k + 4 * (i >> 1)) * ak]);
+          }
+          SM80_UNROLL
+          for (int nt = 0; nt < 4; nt++) {
+            const int n = wn * 32 + nt * 8 + g;
+            SM80_UNROLL /* b[i]: k = t + 4 i, column g */
+            for (int i = 0; i < 2; i++) bf[nt][i] = gp_nv_cvt_tf32(Bs[(kk + t4 + 4 * i) * bk + n * bn]);
+          }
+          SM80_UNROLL for (int mt = 0; mt < 4; mt++)
+            SM80_UNROLL for (int nt = 0; nt < 4; nt++) gp_nv_mma_m16n8k8_tf32(acc[mt][nt], af[mt], bf[nt]);
+        }
+      }
+      gp_nv_cp_async_wait(&as, 0);
+
+      sm80_mma_store(&p, c, m0 + wm * 64, n0 + wn * 32, lane, acc);
+    }
+  }
+}
+GP_KERNEL_EXPORT(gp__gemm_sm80_tf32)
 
 /* ---- f32 on FFMA ------------------------------------------------------------------------ */
 #define SBM GP__SM80_SGEMM_BM

@@ -101,18 +101,7 @@ GP_KERNEL void __launch_bounds__(THREADS) GEMM_NAME(gp__gemm_params_t p, int vec
       }
       gp_nv_cp_async_wait(&as, 0);
 
-      /* accumulator e of (mt, nt): row g + 8 (e / 2), column 2 t + e % 2 of that tile */
-      const int g = lane / 4, t4 = lane % 4;
-      SM80_UNROLL
-      for (int mt = 0; mt < 4; mt++)
-        SM80_UNROLL
-        for (int nt = 0; nt < 4; nt++)
-          SM80_UNROLL
-          for (int e = 0; e < 4; e++) {
-            const int64_t i = m0 + wm * 64 + mt * 16 + g + 8 * (e / 2);
-            const int64_t j = n0 + wn * 32 + nt * 8 + 2 * t4 + e % 2;
-            if (i < p.m && j < p.n) gemm_finish(&p, c, i, j, acc[mt][nt][e]);
-          }
+      sm80_mma_store(&p, c, m0 + wm * 64, n0 + wn * 32, lane, acc);
     }
   }
 }

@@ -20,8 +20,9 @@
  * MFMA kernels on the executor at wave64, each MFMA emulated (both slow: for tests).
  * Tests switch it in-process with gp__gemm_set_cpu_mode().
  *
- * GP_COMPUTE_TF32 allows, never requires, TF32 rounding: every path here computes exact
- * f32 products.
+ * GP_COMPUTE_TF32 allows, never requires, TF32 rounding (cuBLAS's
+ * CUBLAS_COMPUTE_32F_FAST_TF32): the sm_80 path then runs f32 inputs on tf32 mma.sync
+ * (gp__gemm_sm80_tf32); every other path computes exact f32 products.
  *
  * BLAS rules (reference BLAS sgemm, cblas_sgemm): m == 0, n == 0 (or batch == 0) is a
  * no-op; k == 0 or alpha == 0 scales C by beta without reading A or B; beta == 0 means
@@ -265,6 +266,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
   p.c_type = (int32_t)d->c_type;
   p.bias_type = (int32_t)(has_bias ? d->bias_type : d->c_type);
   p.epilogue = (int32_t)d->epilogue;
+  p.allow_tf32 = d->compute == GP_COMPUTE_TF32;
   if (row) {
     p.m = d->n; p.n = d->m;
     p.a = reads_ab ? d->b : NULL; p.lda = d->ldb; p.stride_a = d->batch > 1 ? d->stride_b : 0; p.trans_a = tb;

@@ -7,8 +7,10 @@
  *   f16, bf16 inputs  gp__gemm_sm80_{f16,bf16}_{nn,nt,tn,tt} (mma.sync), with 16-byte
  *                     cp.async when A and B, their leading dimensions and batch strides
  *                     are 16-byte aligned, else with plain loads into the same pipeline;
- *   f32 inputs        gp__gemm_sm80_f32 (FFMA; exact f32 products, also when
- *                     GP_COMPUTE_TF32 allows TF32).
+ *   f32 inputs        gp__gemm_sm80_f32 (FFMA; exact f32 products);
+ *   f32 inputs, GP_COMPUTE_TF32
+ *                     gp__gemm_sm80_tf32 (mma.sync m16n8k8 on tf32), with 16-byte
+ *                     cp.async under the same alignment rule (4 floats), else 4-byte.
  * The hip backend has no sm_80 kernels: gp__gemm_sm80_choose() says no there.
  */
 #include <stdatomic.h>
@@ -29,6 +31,7 @@ GP_KERNEL_DECLARE(gp__gemm_sm80_bf16_nt);
 GP_KERNEL_DECLARE(gp__gemm_sm80_bf16_tn);
 GP_KERNEL_DECLARE(gp__gemm_sm80_bf16_tt);
 GP_KERNEL_DECLARE(gp__gemm_sm80_f32);
+GP_KERNEL_DECLARE(gp__gemm_sm80_tf32);
 
 /* [bf16][trans_a][trans_b] */
 static const struct gp_kernel_s *const k_mma[2][2][2] = {
@@ -39,12 +42,19 @@ static const struct gp_kernel_s *const k_mma[2][2][2] = {
 
 /* Devices (bit d) on which each mma kernel's shared-memory limit has been raised: the
  * attribute is per device, and setting it on every call would cost a driver call. */
-static atomic_ullong g_raised[2][2][2];
+static atomic_ullong g_raised[2][2][2], g_raised_tf32;
 
-/* The operand at x with leading dimension ld and batch stride s (elements of 2 bytes)
- * can be read in 16-byte chunks from every row start. */
-static bool aligned16(const void *x, int64_t ld, int64_t stride, int64_t batch) {
-  return ((uintptr_t)x & 15u) == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
+/* The operand at x with leading dimension ld and batch stride s (elements of esize
+ * bytes) can be read in 16-byte chunks from every row start. */
+static bool aligned16(const void *x, int64_t ld, int64_t stride, int64_t batch, int esize) {
+  const int64_t per = 16 / esize;
+  return ((uintptr_t)x & 15u) == 0 && ld % per == 0 && (batch == 1 || stride % per == 0);
+}
+
+/* 1 when A and B can both be staged with 16-byte copies (or are not read). */
+static int operands_vec(const gp__gemm_params_t *p, int esize) {
+  return p->k == 0 || (aligned16(p->a, p->lda, p->stride_a, p->batch, esize) &&
+                       aligned16(p->b, p->ldb, p->stride_b, p->batch, esize));
 }
 
 static bool sm80_enabled(void) {
@@ -61,7 +71,19 @@ bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan
   if (!sm80_enabled()) return false;
   const int64_t grid_x_max = 0x7fffffffll, grid_z_max = 65535;
   int64_t tiles;
-  if (p->ab_type == GP_F32) {
+  if (p->ab_type == GP_F32 && p->allow_tf32) {
+    const int ta = p->trans_a != 0, tb = p->trans_b != 0;
+    tiles = ((p->m + GP__SM80_GEMM_BM - 1) / GP__SM80_GEMM_BM) *
+            ((p->n + GP__SM80_GEMM_BN - 1) / GP__SM80_GEMM_BN);
+    plan->kernel = GP_KERNEL_REF(gp__gemm_sm80_tf32);
+    plan->threads = GP__SM80_GEMM_THREADS;
+    plan->smem = (size_t)GP__SM80_TGEMM_SMEM(ta, tb);
+    plan->vec = operands_vec(p, 4);
+    snprintf(plan->name, sizeof plan->name,
+             "%s (mma.sync m16n8k8 tf32, %dx%dx%d tiles, %d-stage pipeline, %s)", plan->kernel->name,
+             GP__SM80_GEMM_BM, GP__SM80_GEMM_BN, GP__SM80_TGEMM_BK, GP__SM80_TGEMM_STAGES,
+             plan->vec ? "16-byte cp.async" : "4-byte cp.async: A or B not 16-byte aligned");
+  } else if (p->ab_type == GP_F32) {
     tiles = ((p->m + GP__SM80_SGEMM_BM - 1) / GP__SM80_SGEMM_BM) *
             ((p->n + GP__SM80_SGEMM_BN - 1) / GP__SM80_SGEMM_BN);
     plan->kernel = GP_KERNEL_REF(gp__gemm_sm80_f32);
@@ -78,8 +100,7 @@ bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan
     plan->kernel = k_mma[bf16][ta][tb];
     plan->threads = GP__SM80_GEMM_THREADS;
     plan->smem = (size_t)GP__SM80_GEMM_SMEM(ta, tb);
-    plan->vec = p->k == 0 || (aligned16(p->a, p->lda, p->stride_a, p->batch) &&
-                              aligned16(p->b, p->ldb, p->stride_b, p->batch));
+    plan->vec = operands_vec(p, 2);
     snprintf(plan->name, sizeof plan->name,
              "%s (mma.sync m16n8k16, %dx%dx%d tiles, %d-stage pipeline, %s)", plan->kernel->name,
              GP__SM80_GEMM_BM, GP__SM80_GEMM_BN, GP__SM80_GEMM_BK, GP__SM80_GEMM_STAGES,
@@ -94,10 +115,15 @@ bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan
 static gp_status_t raise_smem(const gp__gemm_params_t *p, const gp__gemm_sm80_plan_t *plan) {
   if (plan->vec < 0) return GP_SUCCESS; /* the f32 kernel fits the default 48 KiB */
   const int dev = gp__current_device();
-  atomic_ullong *done = &g_raised[p->ab_type == GP_BF16][p->trans_a != 0][p->trans_b != 0];
+  /* One tf32 kernel serves every transpose pair: its limit is raised to the largest
+   * stage layout (op T for A, op N for B), so no pair can lower it below another's. */
+  const bool tf32 = p->ab_type == GP_F32;
+  atomic_ullong *done = tf32 ? &g_raised_tf32
+                             : &g_raised[p->ab_type == GP_BF16][p->trans_a != 0][p->trans_b != 0];
+  const size_t limit = tf32 ? (size_t)GP__SM80_TGEMM_SMEM(1, 0) : plan->smem;
   const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
   if (bit && (atomic_load_explicit(done, memory_order_acquire) & bit)) return GP_SUCCESS;
-  GP__TRY(gp_kernel_set_max_dynamic_shared(plan->kernel, plan->smem));
+  GP__TRY(gp_kernel_set_max_dynamic_shared(plan->kernel, limit));
   atomic_fetch_or_explicit(done, bit, memory_order_release);
   return GP_SUCCESS;
 }

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gpuport.h>
+
+#include "check_util.h"
 #include "kernels/mfma.h"
 
 /* Worst number of distinct addresses one bank serves within one lane group of a
@@ -256,10 +259,4 @@ static Suite *amd_kernels_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(amd_kernels_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CHECK_MAIN(amd_kernels_suite)

@@ -28,6 +28,7 @@
 
 #include <gpuport.h>
 
+#include "check_util.h"
 #include "ref.h"
 
 static uint64_t g_seed;
@@ -232,11 +233,6 @@ START_TEST(test_exact) {
 }
 END_TEST
 
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
-
 static Suite *mfma_suite(void) {
   Suite *s = suite_create("amd_mfma");
   TCase *tc = tcase_create("layouts");
@@ -249,22 +245,8 @@ static Suite *mfma_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_amd_mfma: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n",
-         (unsigned long long)g_seed, (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(mfma_suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    srunner_set_fork_status(sr, CK_NOFORK);
-    if (!have_device()) {
-      printf("test_amd_mfma: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_amd_mfma", (unsigned long long)g_seed);
+  return run_suite("test_amd_mfma", mfma_suite());
 }
 #else
 /* MFMA exists on AMD CDNA only: nothing to test on this backend (not a skip: the

@@ -27,35 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <gpuport.h>
+#include "check_util.h"
 #include "ref.h"
 #include "ref_comm.h"
 #ifdef GP_BUILD_CPU
 #include "cpu/comm_cpu.h" /* gp__cpu_comm_shm_name: the segment a test plants */
 #endif
 
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
-                  (word));                                                                 \
-  } while (0)
-
 static uint64_t g_seed;
-
-static int devices(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -994,42 +973,26 @@ static Suite *suite(void) {
 }
 
 /* cuda/hip: the whole matrix through NCCL/RCCL, one rank per device, in one process. */
-static int gpu_main(void) {
-  int n = 0;
-  gp_comm_id_t id;
-  if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
-    printf("test_comm: no %s device: skipped\n", gp_backend_name());
-    return 77;
-  }
-  if (gp_comm_get_unique_id(&id) == GP_ERROR_NOT_SUPPORTED) {
-    printf("test_comm: skipped: %s\n", gp_last_error_message());
-    return 77;
-  }
-  gp_ref_comm_set_native_accumulation(true);
+/* The GPU backends run the threaded case only: one process owns every device. */
+static Suite *gpu_suite(void) {
   Suite *s = suite_create("comm");
   TCase *tc = tcase_create("comm");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, threads_every_op);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK); /* CUDA is undefined after fork */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return s;
 }
 
 int main(void) {
   g_seed = gp_ref_default_seed();
   setenv("GP_COMM_TIMEOUT_S", "30", 0); /* a bug fails in 30 s, not 300 */
-  if (gp_backend() != GP_BACKEND_CPU) {
-    printf("test_comm: seed %llu (GP_TEST_SEED replays)\n", (unsigned long long)g_seed);
-    return gpu_main();
+  print_seed("test_comm", (unsigned long long)g_seed);
+  if (gp_backend() == GP_BACKEND_CPU) return run_suite("test_comm", suite());
+  gp_comm_id_t id;
+  if (have_device() && gp_comm_get_unique_id(&id) == GP_ERROR_NOT_SUPPORTED) {
+    printf("test_comm: skipped: %s\n", gp_last_error_message());
+    return 77;
   }
-  printf("test_comm: seed %llu (GP_TEST_SEED replays)\n", (unsigned long long)g_seed);
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  gp_ref_comm_set_native_accumulation(true);
+  return run_suite("test_comm", gpu_suite());
 }

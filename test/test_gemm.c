@@ -54,6 +54,7 @@ typedef struct gemm_case {
   bool null_ab;                      /* A and B NULL (k == 0 or alpha == 0) */
   bool use_stream;                   /* a created stream instead of the default one */
   bool align8;                       /* leading dimensions and strides multiples of 8 */
+  bool tf32;                         /* GP_COMPUTE_TF32 (gp_gemm_ex): inputs may round to tf32 */
   unsigned id;                       /* distinguishes the seeds of the cases of one test */
 } gemm_case_t;
 
@@ -62,13 +63,13 @@ static const char *dt(gp_dtype_t t) { return gp_dtype_name(t); }
 static void describe(const gemm_case_t *cs, char *buf, size_t len) {
   snprintf(buf, len,
            "%s-major %s%s m=%lld n=%lld k=%lld %s->%s alpha=%g beta=%g pads=%lld,%lld,%lld "
-           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d (GP_TEST_SEED=0x%llx)",
+           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d tf32=%d (GP_TEST_SEED=0x%llx)",
            cs->layout == GP_ROW_MAJOR ? "row" : "col", cs->ta == GP_OP_T ? "T" : "N",
            cs->tb == GP_OP_T ? "T" : "N", (long long)cs->m, (long long)cs->n, (long long)cs->k,
            dt(cs->ab), dt(cs->c), (double)cs->alpha, (double)cs->beta, (long long)cs->pad_a,
            (long long)cs->pad_b, (long long)cs->pad_c, (long long)cs->batch, cs->bcast_a,
            cs->bcast_b, (int)cs->epi, dt(cs->bias_type), cs->api, cs->nan_ab, cs->null_ab,
-           (unsigned long long)g_seed);
+           cs->tf32, (unsigned long long)g_seed);
 }
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
@@ -170,6 +171,7 @@ static void run_case(const gemm_case_t *cs) {
     d.c = dc; d.c_type = cs->c; d.ldc = ldc;
     d.batch = batch; d.stride_a = sa; d.stride_b = sb; d.stride_c = sc;
     d.epilogue = cs->epi; d.bias = dbias; d.bias_type = cs->bias_type;
+    if (cs->tf32) d.compute = GP_COMPUTE_TF32;
     st = gp_gemm_ex(stream, &d);
   }
   ck_assert_msg(st == GP_SUCCESS, "%s: %s (%s)", what, gp_status_name(st), gp_last_error_message());
@@ -186,7 +188,11 @@ static void run_case(const gemm_case_t *cs) {
         .b = (const char *)hb + (size_t)(z * sb) * ea, .b_type = cs->ab, .ldb = ldb,
         .beta = cs->beta, .c = (const char *)hc + (size_t)(z * sc) * ec, .c_type = cs->c,
         .ldc = ldc, .epilogue = cs->epi, .bias = hbias, .bias_type = cs->bias_type};
-    gp_ref_gemm(&g, ref + z * sc, bound + z * sc);
+    /* TF32: inputs rounded to 10 mantissa bits (2^-11), tensor-core sums (2^-23) */
+    if (cs->tf32)
+      gp_ref_gemm_rounded(&g, 0x1.0p-11, 0x1.0p-23, ref + z * sc, bound + z * sc);
+    else
+      gp_ref_gemm(&g, ref + z * sc, bound + z * sc);
   }
   gp_ref_cmp_t cmp;
   gp_ref_compare(&cmp, hgot, cs->c, ref, bound, 0.0, nc);
@@ -206,7 +212,8 @@ static void run_case(const gemm_case_t *cs) {
     nwin++;
   }
   const double rel = den > 0.0 ? sqrt(num / den) : sqrt(num);
-  const double tol = gp_ref_gemm_rel_tol(cs->k, cs->c);
+  /* TF32 input rounding: about 0.8 * 2^-11 relative on random data, allowed 2^-9 */
+  const double tol = gp_ref_gemm_rel_tol(cs->k, cs->c) + (cs->tf32 ? 0x1.0p-9 : 0.0);
   ck_assert_msg(nwin < 64 || rel <= tol, "%s: relative norm error %.3g above %.3g", what, rel, tol);
 
   if (stream) ck_assert_int_eq(gp_stream_destroy(stream), GP_SUCCESS);
@@ -392,6 +399,25 @@ START_TEST(test_sm80_shapes) {
       cs.id = id++;
       run_case(&cs);
     }
+  /* f32 with GP_COMPUTE_TF32 (gp__gemm_sm80_tf32 on the sm_80 path): every transpose
+   * pair, edges inside a 4-float chunk, more k tiles than stages, aligned (16-byte copies)
+   * and not (4-byte copies), a batch, beta 0 and not, an epilogue. */
+  for (int v = 0; v < 4; v++) {
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.tf32 = true;
+    cs.layout = v & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+    cs.ta = v & 1 ? GP_OP_T : GP_OP_N;
+    cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+    cs.m = 141; cs.n = 133; cs.k = 83;
+    cs.align8 = v != 2;
+    cs.beta = v == 1 ? 0.5f : 0.0f;
+    cs.epi = v == 3 ? GP_EPILOGUE_BIAS_RELU : GP_EPILOGUE_NONE;
+    cs.batch = v == 0 ? 2 : 1;
+    cs.gap_a = 3; cs.gap_b = 5; cs.gap_c = 1;
+    cs.id = id++;
+    run_case(&cs);
+  }
   /* Aligned, within one tile, k below one k tile; and k of exactly one full ring. */
   for (int v = 0; v < 2; v++) {
     gemm_case_t cs = base_case();
@@ -438,6 +464,14 @@ START_TEST(test_sm80_choice) {
   ck_assert(gp__gemm_sm80_choose(&p, &plan));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f32");
   ck_assert_int_eq(plan.vec, -1);
+  p.allow_tf32 = 1; /* GP_COMPUTE_TF32: the tf32 mma kernel, 16-byte copies when aligned */
+  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_tf32");
+  ck_assert_int_eq(plan.vec, 1);
+  ck_assert(strstr(plan.name, "(mma.sync m16n8k8 tf32, 128x128x16 tiles, 4-stage") != NULL);
+  ck_assert_uint_eq(plan.smem, 4u * 4u * (16u * 136u + 16u * 136u)); /* A [k][m], B [k][n] */
+  p.lda = 102; /* 8-byte multiple, not 16: 4-byte copies */
+  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
   gp__gemm_set_cpu_mode(-1);
 }
 END_TEST

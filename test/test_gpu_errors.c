@@ -13,6 +13,7 @@
 #include <string.h>
 #include <gpuport.h>
 #include "internal.h"
+#include "check_util.h"
 
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
 #include "gpu/gpu.h"
@@ -153,7 +154,7 @@ END_TEST
 /* ---- with the runtime itself --------------------------------------------------- */
 
 /* True when a device answers; otherwise says why the test is skipped. */
-static bool have_device(const char *test) {
+static bool device_or_skip(const char *test) {
   int n = -1;
   gp_status_t s = gp_device_count(&n);
   if (s == GP_SUCCESS && n > 0) return true;
@@ -182,7 +183,7 @@ START_TEST(test_no_device_or_count) {
 END_TEST
 
 START_TEST(test_props) {
-  if (!have_device("test_props")) return;
+  if (!device_or_skip("test_props")) return;
   gp_device_props_t p;
   gp_device_props_init(&p);
   ck_assert_int_eq(gp_device_get_props(&p, 0), GP_SUCCESS);
@@ -200,7 +201,7 @@ END_TEST
 static void set_flag(void *user) { *(int *)user = 1; }
 
 START_TEST(test_round_trip) {
-  if (!have_device("test_round_trip")) return;
+  if (!device_or_skip("test_round_trip")) return;
   ck_assert_int_eq(gp_device_set(0), GP_SUCCESS);
   enum { N = 1 << 16 };
   uint32_t *d = NULL, *h = malloc(N * sizeof(uint32_t));
@@ -292,10 +293,4 @@ static Suite *suite(void) {
 }
 #endif
 
-int main(void) {
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+CHECK_MAIN(suite)

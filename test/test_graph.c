@@ -18,6 +18,7 @@
 #include <time.h>
 #include <gpuport.h>
 #include "internal.h" /* gp__be_enqueue_host_work: the stream work GEMM/attention use */
+#include "check_util.h"
 #include "ref.h"
 #include "ref_attention.h"
 #include "ref_gemm.h"
@@ -26,33 +27,9 @@ GP_KERNEL_DECLARE(kt_axpb);
 GP_KERNEL_DECLARE(kt_add);
 GP_KERNEL_DECLARE(kt_fault);
 
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-/* The call returns status and the thread's message contains word. */
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not contain '%s'", #expr, gp_last_error_message(), \
-                  (word));                                                                 \
-  } while (0)
-
 static uint64_t g_seed;
 static gp_ref_rng_t g_rng;
 
-static int devices(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
-}
-#define NEED_DEVICE()                                                                      \
-  if (devices() < 1) return
 
 static bool cpu(void) { return gp_backend() == GP_BACKEND_CPU; }
 
@@ -993,23 +970,6 @@ static Suite *suite(void) {
 int main(void) {
   g_seed = gp_ref_default_seed();
   gp_ref_rng_seed(&g_rng, g_seed);
-  printf("test_graph: seed %llu (replay with GP_TEST_SEED=%llu)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    /* The GPU runtimes are undefined after fork: run in one process, and skip (exit 77)
-     * when no device answers. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    int n = 0;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
-      printf("test_graph: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  print_seed("test_graph", (unsigned long long)g_seed);
+  return run_suite("test_graph", suite());
 }

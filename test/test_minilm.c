@@ -31,6 +31,7 @@
 
 #include "gemm.h"
 #include "minilm.h"
+#include "check_util.h"
 #include "ref.h"
 #include "safetensors.h"
 
@@ -333,7 +334,6 @@ START_TEST(safetensors_reader) {
 }
 END_TEST
 
-static int have_device(void);
 
 /* ---- the model's dialect kernels, one by one, against float64 references --------------------- */
 
@@ -604,11 +604,6 @@ typedef struct run_result {
   float *e; /* n x MINILM_DIM, in reference order */
 } run_result_t;
 
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -866,21 +861,6 @@ static Suite *minilm_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_minilm: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(minilm_suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    /* The GPU runtimes are undefined after fork: one process, and exit 77 with no device. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    if (!have_device()) {
-      printf("test_minilm: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_minilm", (unsigned long long)g_seed);
+  return run_suite("test_minilm", minilm_suite());
 }

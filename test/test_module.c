@@ -23,39 +23,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <gpuport.h>
+#include "check_util.h"
 #include "ref.h"
 
 GP_KERNEL_DECLARE(kt_rtc_scale);
 GP_KERNEL_DECLARE(kt_vadd);
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not contain '%s'", #expr, gp_last_error_message(), \
-                  (word));                                                                 \
-  } while (0)
 
 static uint64_t g_seed;
 static char g_cache[256];
 
 static bool cpu(void) { return gp_backend() == GP_BACKEND_CPU; }
 
-static int devices(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS ? n : 0;
-}
-#define NEED_DEVICE()                                                                      \
-  if (devices() < 1) return
 
 /* The text of test/kernels/kt_rtc.cu (this file's directory, then kernels/). */
 static char *rtc_source(void) {
@@ -462,8 +440,7 @@ static void remove_cache(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_module: seed %llu (replay with GP_TEST_SEED=%llu)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
+  print_seed("test_module", (unsigned long long)g_seed);
   const char *tmp = getenv("TMPDIR");
   snprintf(g_cache, sizeof g_cache, "%s/gpuport-test-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (mkdtemp(g_cache) == NULL) {
@@ -471,21 +448,7 @@ int main(void) {
     return EXIT_FAILURE;
   }
   setenv("GP_CACHE_DIR", g_cache, 1);
-  fflush(stdout);
-  SRunner *sr = srunner_create(suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    srunner_set_fork_status(sr, CK_NOFORK);
-    int n = 0;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
-      printf("test_module: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      remove_cache();
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = run_suite("test_module", suite());
   remove_cache();
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return status;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <gpuport.h>
 
+#include "check_util.h"
 #include "ref.h"
 
 #if !defined(GP_BUILD_HIP)
@@ -27,15 +28,9 @@ GP_KERNEL_DECLARE(kt_nv_ldmatrix);
 GP_KERNEL_DECLARE(kt_nv_tile);
 GP_KERNEL_DECLARE(kt_nv_cp_async);
 GP_KERNEL_DECLARE(kt_nv_misaligned);
+GP_KERNEL_DECLARE(kt_nv_mma_tf32);
 
 static uint64_t g_seed;
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
 
 static void *upload(const void *h, size_t bytes) {
   void *d = NULL;
@@ -182,6 +177,138 @@ START_TEST(test_mma_partial_warp) {
 }
 END_TEST
 
+/* ---- mma m16n8k8 on tf32 ------------------------------------------------------------------ */
+
+/* Fragments of the tf32 form (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32):
+ * A (16 x 8): a_i at row g + 8 (i % 2), col t + 4 (i / 2); B (8 x 8): b_i at k = t + 4 i,
+ * n = g; C and D as for m16n8k16. Runs kt_nv_mma_tf32; ra gets the rounded A bits. */
+static void run_tf32(int raw, const float A[16][8], const float B[8][8], const double C[16][8],
+                     float d[32][4], uint32_t ra[32][4]) {
+  float a[32][4], b[32][2], c[32][4];
+  for (int l = 0; l < 32; l++) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; i++) a[l][i] = A[g + 8 * (i % 2)][t + 4 * (i / 2)];
+    for (int i = 0; i < 2; i++) b[l][i] = B[t + 4 * i][g];
+  }
+  pack_c(C, c);
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < 4; i++) d[l][i] = -12345.0f;
+  void *da = upload(a, sizeof a), *db = upload(b, sizeof b), *dc = upload(c, sizeof c);
+  void *dd = upload(d, sizeof a), *dra = upload(ra, sizeof a);
+  void *args[] = {&raw, &da, &db, &dc, &dd, &dra};
+  run(GP_KERNEL_REF(kt_nv_mma_tf32), 32, args);
+  OK(gp_memcpy(d, dd, sizeof a));
+  OK(gp_memcpy(ra, dra, sizeof a));
+  gp_free(da), gp_free(db), gp_free(dc), gp_free(dd), gp_free(dra);
+}
+
+/* A = [I; 2 I] (16 x 8): D = [B; 2 B] + C, each lane's d known by hand. */
+START_TEST(test_tf32_identity) {
+  float A[16][8], B[8][8];
+  double C[16][8];
+  for (int i = 0; i < 16; i++)
+    for (int k = 0; k < 8; k++) A[i][k] = (i % 8 == k) ? (i < 8 ? 1.0f : 2.0f) : 0.0f;
+  for (int k = 0; k < 8; k++)
+    for (int n = 0; n < 8; n++) B[k][n] = (float)(8 * k + n + 1);
+  for (int i = 0; i < 16; i++)
+    for (int n = 0; n < 8; n++) C[i][n] = 0.0;
+  float d[32][4];
+  uint32_t ra[32][4];
+  run_tf32(0, A, B, C, d, ra);
+  /* lane 5 (g 1, t 1): D[1][2], D[1][3], D[9][2], D[9][3] = 11, 12, 22, 24 */
+  ck_assert(d[5][0] == 11.0f && d[5][1] == 12.0f && d[5][2] == 22.0f && d[5][3] == 24.0f);
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < 4; i++) {
+      const int g = l / 4, t = l % 4;
+      const float want = (float)((8 * g + 2 * t + i % 2 + 1) * (i < 2 ? 1 : 2));
+      ck_assert_msg(d[l][i] == want, "lane %d d%d = %g, want %g", l, i, (double)d[l][i], (double)want);
+    }
+}
+END_TEST
+
+/* Random multiples of 1/8 and 1/4 below 8 and 16 in A and B (exact in tf32, so cvt.rna
+ * leaves them), small integers in C: D = A B + C exactly (every partial sum is a
+ * multiple of 1/32 below 2^10), every lane and register. */
+START_TEST(test_tf32_random) {
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed + 29u);
+  float A[16][8], B[8][8];
+  double C[16][8], D[16][8];
+  for (int i = 0; i < 16; i++)
+    for (int k = 0; k < 8; k++) A[i][k] = (float)((int)(gp_ref_rng_next(&rng) % 127) - 63) / 8.0f;
+  for (int k = 0; k < 8; k++)
+    for (int n = 0; n < 8; n++) B[k][n] = (float)((int)(gp_ref_rng_next(&rng) % 127) - 63) / 4.0f;
+  for (int i = 0; i < 16; i++)
+    for (int n = 0; n < 8; n++) {
+      C[i][n] = (double)((int)(gp_ref_rng_next(&rng) % 201) - 100);
+      D[i][n] = C[i][n];
+      for (int k = 0; k < 8; k++) D[i][n] += (double)A[i][k] * B[k][n];
+    }
+  float d[32][4], want[32][4];
+  uint32_t ra[32][4];
+  run_tf32(0, A, B, C, d, ra);
+  pack_c(D, want);
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < 4; i++)
+      ck_assert_msg(d[l][i] == want[l][i], "lane %d d%d = %g, want %g (seed 0x%llx)", l, i,
+                    (double)d[l][i], (double)want[l][i], (unsigned long long)g_seed);
+}
+END_TEST
+
+/* cvt.rna.tf32.f32 by hand: ties go away from zero, NaN and infinity stay. */
+START_TEST(test_tf32_cvt) {
+  const float in[8] = {1.0f + 0x1.0p-11f,  /* tie: up to 1 + 2^-10 */
+                       -(1.0f + 0x1.0p-11f), /* tie: away from zero */
+                       1.0f + 0x1.0p-12f,  /* below half: 1 */
+                       1.0f + 0x1.8p-11f,  /* above half: 1 + 2^-10 */
+                       3.0f, -0.0f, INFINITY, NAN};
+  const uint32_t want[8] = {0x3f802000u, 0xbf802000u, 0x3f800000u, 0x3f802000u,
+                            0x40400000u, 0x80000000u, 0x7f800000u, 0};
+  float A[16][8], B[8][8];
+  double C[16][8];
+  for (int i = 0; i < 16; i++)
+    for (int k = 0; k < 8; k++) A[i][k] = 1.0f;
+  for (int k = 0; k < 8; k++)
+    for (int n = 0; n < 8; n++) B[k][n] = 0.0f;
+  for (int i = 0; i < 16; i++)
+    for (int n = 0; n < 8; n++) C[i][n] = 0.0;
+  /* lane 0's a0..a3 are A[0][0], A[8][0], A[0][4], A[8][4]; lane 1's A[0][1], ... */
+  for (int j = 0; j < 8; j++) A[8 * (j % 2)][j / 2 % 2 + 4 * (j / 4)] = in[j];
+  float d[32][4];
+  uint32_t ra[32][4];
+  run_tf32(0, A, B, C, d, ra);
+  for (int j = 0; j < 8; j++) {
+    const int lane = j / 2 % 2, reg = j % 2 + 2 * (j / 4);
+    const uint32_t got = ra[lane][reg];
+    if (j == 7)
+      ck_assert_msg((got & 0x7f800000u) == 0x7f800000u && (got & 0x007fe000u) != 0,
+                    "cvt(NaN) = 0x%08x, not a NaN", got);
+    else
+      ck_assert_msg(got == want[j], "cvt(%a) = 0x%08x, want 0x%08x", (double)in[j], got, want[j]);
+  }
+}
+END_TEST
+
+/* Operands that were not rounded: the emulation reads only the tf32 bits, as documented
+ * in nv_mma.h (CPU only: the PTX ISA leaves such operands to the implementation). */
+START_TEST(test_tf32_raw_operands) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  float A[16][8], B[8][8];
+  double C[16][8];
+  for (int i = 0; i < 16; i++)
+    for (int k = 0; k < 8; k++) A[i][k] = k == 0 ? 1.0f + 0x1.0p-12f : 0.0f;
+  for (int k = 0; k < 8; k++)
+    for (int n = 0; n < 8; n++) B[k][n] = k == 0 ? 1.0f + 0x1.0p-20f : 0.0f;
+  for (int i = 0; i < 16; i++)
+    for (int n = 0; n < 8; n++) C[i][n] = 0.0;
+  float d[32][4];
+  uint32_t ra[32][4];
+  run_tf32(1, A, B, C, d, ra);
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < 4; i++) ck_assert_msg(d[l][i] == 1.0f, "lane %d d%d = %a", l, i, (double)d[l][i]);
+}
+END_TEST
+
 /* ---- ldmatrix ---------------------------------------------------------------------------- */
 
 static const int k_variants[] = {1, 2, 4, 9, 10, 12}; /* nmat + 8 * trans */
@@ -322,6 +449,10 @@ static Suite *nv_suite(void) {
   tcase_add_loop_test(tc, test_mma_identity, 0, 2);
   tcase_add_loop_test(tc, test_mma_random, 0, 2);
   tcase_add_test(tc, test_mma_partial_warp);
+  tcase_add_test(tc, test_tf32_identity);
+  tcase_add_test(tc, test_tf32_random);
+  tcase_add_test(tc, test_tf32_cvt);
+  tcase_add_test(tc, test_tf32_raw_operands);
   tcase_add_loop_test(tc, test_ldmatrix, 0, 6);
   tcase_add_loop_test(tc, test_tile, 0, 2);
   tcase_add_test(tc, test_cp_async);
@@ -332,23 +463,8 @@ static Suite *nv_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_nv_mma: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(nv_suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    srunner_set_fork_status(sr, CK_NOFORK);
-    int n = 0;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
-      printf("test_nv_mma: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_nv_mma", (unsigned long long)g_seed);
+  return run_suite("test_nv_mma", nv_suite());
 }
 
 #else /* HIP: the wrappers are NVIDIA-only */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <gpuport.h>
+#include "check_util.h"
 
 static char tool[PATH_MAX + 64];
 
@@ -47,12 +48,7 @@ static int find_tool(void) {
   } while (0)
 
 /* The GPU builds run this suite on machines without a GPU (CI): the program then has
- * nothing to test, and the checks that need a device skip. */
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
-
+ * nothing to test, and the checks that need a device (have_device()) skip. */
 #define SKIP_WITHOUT_DEVICE()                                                              \
   do {                                                                                     \
     if (!have_device()) {                                                                  \
@@ -213,7 +209,7 @@ START_TEST(commands_and_exit_codes) {
 }
 END_TEST
 
-int main(void) {
+static Suite *selftest_suite(void) {
   Suite *s = suite_create("selftest");
   TCase *tc = tcase_create("tool");
   tcase_set_timeout(tc, 600);
@@ -222,9 +218,7 @@ int main(void) {
   tcase_add_test(tc, quick_selftest_passes);
   tcase_add_test(tc, every_check_fails_when_injected);
   suite_add_tcase(s, tc);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+CHECK_MAIN(selftest_suite)

@@ -8,13 +8,15 @@
  * between runs is not counted. GEMM and attention report TFLOP/s (attention counts
  * FlashAttention-2's 4 * batch * heads * seqlen_q * seqlen_k * head_dim, halved when
  * causal; the backward, timed alone after one forward, counts 2.5 times that, as
- * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). On the CPU backend the
- * GEMM table also shows OpenBLAS cblas_sgemm on the same shape (the anchor: what the
- * machine can do) and gpuport's ratio to it; on the hip backend the GEMM and attention
- * tables show hipBLASLt, loaded with dlopen where installed (tool/anchor_hipblaslt.c), in
- * the same column: for GEMM the same product, for attention the two batched GEMMs of the
- * forward's FLOPs (S = Q K^T and O = P V over every head, dense, without the softmax or
- * the mask: the GEMM work alone), and the column says why when hipBLASLt is absent. launch reports microseconds per kernel of a
+ * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). The
+ * GEMM table also shows an anchor on the same shape, what the machine can do, and
+ * gpuport's ratio to it: OpenBLAS cblas_sgemm on the CPU backend (host-timed), cuBLAS's
+ * cublasGemmEx on the cuda backend, hipBLASLt's hipblasLtMatmul on the hip backend
+ * (anchor_blas.c: same stream, buffers and events); where the vendor library is absent
+ * (hipBLASLt is not in Debian's ROCm 5.2) the column says why. On the hip backend the
+ * attention table has hipBLASLt in the same column: the two batched GEMMs of the
+ * forward's dense FLOPs (S = K Q^T, O^T = V^T S over batch x heads, without softmax or
+ * mask: the GEMM work alone). launch reports microseconds per kernel of a
  * chain of small dependent kernels on one stream, enqueued one by one and replayed as
  * one graph (gpuport/graph.h), timed on the host from the first enqueue to the end of
  * the stream synchronisation (launch cost is host time).
@@ -29,6 +31,7 @@ typedef struct bench_opts {
   int64_t iters, warmup;
   bool json;
   int64_t m, n, k;                              /* gemm */
+  bool tf32;                                    /* gemm: f32 with GP_COMPUTE_TF32 */
   int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
   int64_t causal;                               /* -1: both */
   bool backward;                                /* attention: time gp_attention_bwd */
@@ -120,31 +123,31 @@ static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
   return s;
 }
 
-/* The anchor column of one row: OpenBLAS on the CPU, hipBLASLt on the hip backend. */
-typedef struct anchor {
-  const char *label; /* printed before the figure ("" for OpenBLAS, as before) */
-  const char *key;   /* JSON key of the figure */
-  double tflops;     /* > 0: measured */
-  char note[200];    /* else, when set: why there is no figure */
-} anchor_t;
+/* What the GEMM anchor of this backend is (the figures' right-hand column). */
+static const char *anchor_name(void) {
+  return gp_backend() == GP_BACKEND_CPU ? "OpenBLAS cblas_sgemm" : tool_vendor_gemm_name();
+}
 
-static const anchor_t k_no_anchor = {"", "", 0, ""};
-
+/* One row; anchor > 0: the anchor's figure and our ratio to it; else note, when set, says
+ * why the anchor column is empty. */
 static void result(const bench_opts_t *o, const char *kind, const char *shape, const char *dtype,
-                   double ms, const char *unit, double value, const anchor_t *a) {
-  const double ratio = a->tflops > 0 ? value / a->tflops : 0;
+                   double ms, const char *unit, double value, double anchor, double ratio,
+                   const char *note) {
+  const char *name = anchor_name() ? anchor_name() : "anchor";
   if (o->json) {
     printf("%s\n    {\"bench\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"median_ms\": %.4f, "
            "\"%s\": %.4f",
            n_results ? "," : "", kind, shape, dtype, ms, unit, value);
-    if (a->tflops > 0) printf(", \"%s\": %.4f, \"ratio\": %.3f", a->key, a->tflops, ratio);
-    else if (a->note[0]) printf(", \"%s\": null, \"anchor_note\": \"%s\"", a->key, a->note);
+    if (anchor > 0)
+      printf(", \"anchor\": \"%s\", \"anchor_tflops\": %.4f, \"ratio\": %.3f", name, anchor, ratio);
+    else if (note)
+      printf(", \"anchor\": \"%s\", \"anchor_note\": \"%s\"", name, note);
     printf("}");
   } else {
     printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
            !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
-    if (a->tflops > 0) printf("   anchor %s%.3f TFLOP/s, ratio %.2f", a->label, a->tflops, ratio);
-    else if (a->note[0]) printf("   anchor %s%s", a->label, a->note);
+    if (anchor > 0) printf("   %s %.3f TFLOP/s, ratio %.2f", name, anchor, ratio);
+    else if (note) printf("   %s: %s", name, note);
     printf("\n");
   }
   fflush(stdout);
@@ -156,13 +159,29 @@ static void result(const bench_opts_t *o, const char *kind, const char *shape, c
 typedef struct gemm_ctx {
   int64_t m, n, k;
   gp_dtype_t t;
+  bool tf32;
   void *a, *b, *c;
 } gemm_ctx_t;
 
 static gp_status_t run_gemm(void *p, gp_stream_t s) {
   gemm_ctx_t *g = p;
-  return gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, g->m, g->n, g->k, 1.0f, g->a, g->t, g->k, g->b,
-                 g->t, g->n, 0.0f, g->c, g->t, g->n);
+  if (!g->tf32)
+    return gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, g->m, g->n, g->k, 1.0f, g->a, g->t, g->k,
+                   g->b, g->t, g->n, 0.0f, g->c, g->t, g->n);
+  gp_gemm_desc_t d;
+  gp_gemm_desc_init(&d);
+  d.m = g->m, d.n = g->n, d.k = g->k;
+  d.a = g->a, d.a_type = g->t, d.lda = g->k;
+  d.b = g->b, d.b_type = g->t, d.ldb = g->n;
+  d.c = g->c, d.c_type = g->t, d.ldc = g->n;
+  d.compute = GP_COMPUTE_TF32;
+  return gp_gemm_ex(s, &d);
+}
+
+/* The same product through the vendor BLAS (anchor_blas.c). */
+static gp_status_t run_vendor_gemm(void *p, gp_stream_t s) {
+  gemm_ctx_t *g = p;
+  return tool_vendor_gemm(s, g->m, g->n, g->k, g->t, g->tf32, g->a, g->b, g->c);
 }
 
 /* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
@@ -186,49 +205,15 @@ static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t
   return med > 0 ? 2e-9 * (double)m * (double)n * (double)k / med : 0;
 }
 
-/* hipBLASLt (hip backend) on each product of shapes[0..n-1], run back to back on s:
- * the anchor's TFLOP/s for flops, or the reason it has none. */
-static void lt_anchor(const bench_opts_t *o, gp_stream_t s, const tool_lt_shape_t *shapes, int n,
-                      double flops, anchor_t *a) {
-  *a = (anchor_t){"hipBLASLt ", "anchor_hipblaslt_tflops", 0, ""};
-  double total = 0;
-  for (int i = 0; i < n; i++) {
-    tool_lt_gemm_t *g = tool_lt_gemm_create(&shapes[i], a->note, sizeof a->note);
-    double ms = 0;
-    if (!g) return;
-    gp_status_t st = time_runs(o, "hipBLASLt", tool_lt_gemm_run, g, s, &ms);
-    tool_lt_gemm_destroy(g);
-    if (st != GP_SUCCESS) {
-      snprintf(a->note, sizeof a->note, "hipblasLtMatmul failed: %s", gp_status_name(st));
-      return;
-    }
-    total += ms;
-  }
-  if (total > 0) a->tflops = flops * 1e-9 / total;
-}
-
-/* The anchor of one GEMM row: OpenBLAS (cpu; measured once per shape into *cpu_tflops),
- * hipBLASLt on the same device buffers (hip; C is overwritten), none on cuda. */
-static void gemm_anchor(const bench_opts_t *o, gp_stream_t s, const gemm_ctx_t *g,
-                        double cpu_tflops, anchor_t *a) {
-  *a = k_no_anchor;
-  if (gp_backend() == GP_BACKEND_CPU) {
-    a->key = "anchor_cblas_sgemm_tflops";
-    a->tflops = cpu_tflops;
-  } else if (gp_backend() == GP_BACKEND_HIP) {
-    /* Row-major C = A B is column-major C^T (n x m) = B^T A^T: B first. */
-    tool_lt_shape_t sh = {g->t, 0, 0, g->n, g->m, g->k, 1, g->b, g->a, g->c, g->n, g->k, g->n, 0, 0, 0};
-    lt_anchor(o, s, &sh, 1, 2.0 * (double)g->m * (double)g->n * (double)g->k, a);
-  }
-}
-
 static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
-  /* Llama-3-8B projections (tokens x out x in): attention 4096^3, MLP 2048x4096x14336
-   * on GPUs; on the CPU the same aspect at a quarter of each size. */
-  int64_t gpu[2][3] = {{4096, 4096, 4096}, {2048, 4096, 14336}};
+  /* GPUs: 4096^3 and 8192^3, then the Llama-3-8B projections for 4096 tokens (tokens x
+   * out x in): fused QKV (4096 + 2 x 1024 outputs), fused gate and up (2 x 14336), down.
+   * The CPU: 1024^3 and the down projection's aspect at a quarter of each size. */
+  int64_t gpu[5][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 6144, 4096},
+                       {4096, 28672, 4096}, {4096, 4096, 14336}};
   int64_t cpu[2][3] = {{1024, 1024, 1024}, {512, 1024, 3584}};
   int64_t (*shapes)[3] = gp_backend() == GP_BACKEND_CPU ? cpu : gpu, custom[1][3] = {{o->m, o->n, o->k}};
-  int nshapes = 2;
+  int nshapes = gp_backend() == GP_BACKEND_CPU ? 2 : 5;
   if (o->m || o->n || o->k) {
     if (!o->m || !o->n || !o->k) {
       fprintf(stderr, "gpuport bench gemm: give all of --m, --n, --k\n");
@@ -239,15 +224,19 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   gp_dtype_t types[2] = {GP_BF16, GP_F32};
   int ntypes = gp_backend() == GP_BACKEND_CPU ? 2 : 1;
   if (o->dtype) types[0] = parse_dtype(o->dtype), ntypes = 1;
+  if (o->tf32) types[0] = GP_F32, ntypes = 1;
+  const bool vendor = gp_backend() != GP_BACKEND_CPU && !tool_vendor_gemm_unavailable();
+  if (gp_backend() != GP_BACKEND_CPU && !vendor)
+    fprintf(stderr, "gpuport bench gemm: no vendor anchor: %s\n", tool_vendor_gemm_unavailable());
   int rc = 0;
   for (int i = 0; i < nshapes; i++) {
     int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
     size_t na, nb, nc;
     if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1))
       return 2;
-    double anchor = anchor_tflops(o, m, n, k);
+    double anchor = gp_backend() == GP_BACKEND_CPU ? anchor_tflops(o, m, n, k) : 0;
     for (int j = 0; j < ntypes; j++) {
-      gemm_ctx_t g = {m, n, k, types[j], NULL, NULL, NULL};
+      gemm_ctx_t g = {m, n, k, types[j], o->tf32, NULL, NULL, NULL};
       char shape[64];
       snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
       double ms = 0;
@@ -257,9 +246,18 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
       TOOL_TRY(gp_malloc(&g.c, nc));
       TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
       double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
-      anchor_t an;
-      gemm_anchor(o, s, &g, anchor, &an);
-      result(o, "gemm", shape, gp_dtype_name(g.t), ms, "tflops", tf, &an);
+      const char *note = gp_backend() != GP_BACKEND_CPU && !vendor ? tool_vendor_gemm_unavailable() : NULL;
+      char failed[96];
+      if (vendor) {
+        /* A vendor call that fails (no algorithm for the shape) empties the column only. */
+        double vms = 0;
+        gp_status_t vst = time_runs(o, shape, run_vendor_gemm, &g, s, &vms);
+        if (vst == GP_SUCCESS) anchor = 2e-9 * (double)m * (double)n * (double)k / vms;
+        snprintf(failed, sizeof failed, "failed on this shape (%s)", gp_status_name(vst));
+        if (vst != GP_SUCCESS) note = failed, anchor = 0;
+      }
+      result(o, "gemm", shape, g.tf32 ? "tf32" : gp_dtype_name(g.t), ms, "tflops", tf, anchor,
+             anchor > 0 ? tf / anchor : 0, note);
     out:
       gp_free(g.a), gp_free(g.b), gp_free(g.c);
       if (rc) return rc;
@@ -307,13 +305,33 @@ out:
   return st;
 }
 
+/* hipBLASLt on each product of sh[0..n-1], run one after the other on s: *tflops for
+ * flops over their summed medians, or the reason there is none in note. */
+static void lt_anchor(const bench_opts_t *o, gp_stream_t s, const tool_lt_shape_t *sh, int n,
+                      double flops, double *tflops, char *note, size_t note_len) {
+  double total = 0;
+  for (int i = 0; i < n; i++) {
+    tool_lt_gemm_t *g = tool_lt_gemm_create(&sh[i], note, note_len);
+    double ms = 0;
+    if (!g) return;
+    gp_status_t st = time_runs(o, "hipBLASLt", tool_lt_gemm_run, g, s, &ms);
+    tool_lt_gemm_destroy(g);
+    if (st != GP_SUCCESS) {
+      snprintf(note, note_len, "failed on this shape (%s)", gp_status_name(st));
+      return;
+    }
+    total += ms;
+  }
+  if (total > 0) *tflops = flops * 1e-9 / total;
+}
+
 /* The hip backend's attention anchor: hipBLASLt's two batched GEMMs of the forward's
- * dense FLOPs over batch x heads_q: S (seqlen_k x seqlen_q) = K Q^T, then O^T (head_dim
- * x seqlen_q) = V^T S, on contiguous scratch buffers (the causal mask and the softmax are
- * not the GEMM library's work). An absent library or scratch that does not fit leaves
- * the reason in a->note. */
+ * dense FLOPs over batch x heads_q, on contiguous scratch buffers: S (seqlen_k x
+ * seqlen_q) = K Q^T, then O^T (head_dim x seqlen_q) = V^T S (the causal mask and the
+ * softmax are not the GEMM library's work). An absent library or scratch that does not
+ * fit leaves the reason in note. */
 static void attn_anchor(const bench_opts_t *o, gp_stream_t s, const gp_attention_desc_t *d,
-                               anchor_t *a) {
+                        double *tflops, char *note, size_t note_len) {
   const int64_t bh = d->batch * d->heads_q, sq = d->seqlen_q, sk = d->seqlen_k, hd = d->head_dim;
   size_t nq, nk, ns;
   if (!elements(&nq, bh, sq, hd, 1) || !elements(&nk, bh, sk, hd, 1) || !elements(&ns, bh, sq, sk, 1))
@@ -324,14 +342,14 @@ static void attn_anchor(const bench_opts_t *o, gp_stream_t s, const gp_attention
   if ((st = filled(&q, d->dtype, nq)) == GP_SUCCESS && (st = filled(&k, d->dtype, nk)) == GP_SUCCESS &&
       (st = filled(&v, d->dtype, nk)) == GP_SUCCESS && (st = gp_malloc(&sm, ns * es)) == GP_SUCCESS &&
       (st = gp_malloc(&out, nq * es)) == GP_SUCCESS) {
-    /* Column-major views: Q^T, K^T, V^T are hd x seq (ld hd) per head. */
+    /* Column-major views: Q^T, K^T and V^T are head_dim x seq (ld head_dim) per head. */
     const tool_lt_shape_t sh[2] = {
         {d->dtype, 1, 0, sk, sq, hd, bh, k, q, sm, hd, hd, sk, sk * hd, sq * hd, sk * sq},
         {d->dtype, 0, 0, hd, sq, sk, bh, v, sm, out, hd, sk, hd, sk * hd, sk * sq, sq * hd}};
-    lt_anchor(o, s, sh, 2, 4.0 * (double)bh * (double)sq * (double)sk * (double)hd, a);
+    lt_anchor(o, s, sh, 2, 4.0 * (double)bh * (double)sq * (double)sk * (double)hd, tflops, note,
+              note_len);
   } else {
-    snprintf(a->note, sizeof a->note, "no device memory for the GEMMs' scratch (%s)",
-             gp_status_name(st));
+    snprintf(note, note_len, "no device memory for the GEMMs' scratch (%s)", gp_status_name(st));
   }
   gp_free(q), gp_free(k), gp_free(v), gp_free(sm), gp_free(out);
 }
@@ -367,12 +385,15 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
     if (o->backward) {
       if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
       TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
-      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, &k_no_anchor);
+      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0, NULL);
     } else {
       TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
-      anchor_t an = k_no_anchor;
-      if (gp_backend() == GP_BACKEND_HIP) attn_anchor(o, s, &a, &an);
-      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, &an);
+      const double tf = flops * 1e-9 / ms;
+      double anchor = 0;
+      char note[200] = "";
+      if (gp_backend() == GP_BACKEND_HIP) attn_anchor(o, s, &a, &anchor, note, sizeof note);
+      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", tf, anchor,
+             anchor > 0 ? tf / anchor : 0, note[0] ? note : NULL);
     }
   out:
     gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
@@ -422,7 +443,7 @@ static int bench_memcpy(const bench_opts_t *o, gp_stream_t s) {
     snprintf(shape, sizeof shape, "%s %s", runs[i].name, sz);
     double ms = 0;
     TOOL_TRY(time_runs(o, shape, run_copy, &runs[i].c, s, &ms));
-    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, &k_no_anchor);
+    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, 0, 0, NULL);
   }
 out:
   gp_free_host(pinned), gp_free(d1), gp_free(d2), free(pageable);
@@ -493,7 +514,7 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
   snprintf(shape, sizeof shape, "chain of %lld, plain launches", (long long)c.kernels);
   TOOL_TRY(time_wall(o, run_chain, &c, s, &ms));
   runs += (double)(o->warmup + o->iters) * (double)c.kernels;
-  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, &k_no_anchor);
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0, NULL);
   double t0 = tool_now_ms();
   TOOL_TRY(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
   gp_status_t cst = run_chain(&c, s);
@@ -505,7 +526,7 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
   snprintf(shape, sizeof shape, "chain of %lld, graph replay", (long long)c.kernels);
   TOOL_TRY(time_wall(o, run_graph, &c, s, &ms));
   runs += (double)(o->warmup + o->iters) * (double)c.kernels;
-  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, &k_no_anchor);
+  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0, NULL);
   if (!o->json)
     printf("           (capture and instantiation of the graph, once: %.3f ms)\n", build_ms);
   rc = check_chain(&c, runs);
@@ -523,10 +544,12 @@ static const char bench_usage[] =
     "       gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast [options]\n"
     "             (collectives, nccl-tests' sizes and bandwidths: gpuport bench allreduce --help)\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
-    "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16   (row-major C = A B)\n"
-    "             default: 4096x4096x4096 and 2048x4096x14336 bf16 (GPU);\n"
+    "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16 | --tf32   (row-major C = A B;\n"
+    "             --tf32: f32 inputs with GP_COMPUTE_TF32)\n"
+    "             default (GPU): bf16 at 4096^3, 8192^3 and the Llama-3-8B projections for\n"
+    "             4096 tokens (4096x6144x4096, 4096x28672x4096, 4096x4096x14336), beside\n"
+    "             cuBLAS on the cuda backend, hipBLASLt on the hip backend (when installed);\n"
     "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
-    "             or hipBLASLt (hip backend, when installed)\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
     "             --deterministic 0|1 (backward)\n"
@@ -547,13 +570,15 @@ int tool_bench(int argc, char **argv) {
   int crc = tool_bench_comm(argc, argv);
   if (crc >= 0) return crc;
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  bench_opts_t o = {cpu ? 5 : 20, cpu ? 1 : 3, false, 0, 0, 0, 0, 0, 0, 0, 0, -1, false, 0, 0, 0, NULL};
+  bench_opts_t o = {.iters = cpu ? 5 : 20, .warmup = cpu ? 1 : 3, .causal = -1};
   const char *what = argv[1];
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       o.json = true;
     else if (!strcmp(argv[i], "--backward"))
       o.backward = true;
+    else if (!strcmp(argv[i], "--tf32"))
+      o.tf32 = true;
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       o.dtype = argv[++i];
     else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||

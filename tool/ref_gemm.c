@@ -33,8 +33,11 @@
  *    last rounding in 2, harmless), 2^-11 f16, 2^-8 bf16.
  * The bound is worst case, so it is never exceeded by a correct implementation; typical
  * errors are ~sqrt(k) u, which the relative-norm check (gp_ref_gemm_rel_tol) watches.
- * Implementations that round inputs (TF32, tensor cores with non-IEEE summation) need
- * another bound and are not covered.
+ * 5. Rounded inputs (gp_ref_gemm_rounded: TF32 tensor cores). Each input rounded with
+ *    relative error <= u_in makes each product off by a factor (1 + d1)(1 + d2), so the
+ *    product leaves carry an extra gamma_2(u_in) (1 + gamma_{k+2}) |alpha| (|A||B|)_ij;
+ *    the additions use u_acc (2^-23 for tensor cores, whose internal sums need not
+ *    round to nearest) in place of u in gamma_{k+2}.
  */
 #include "ref_gemm.h"
 
@@ -56,10 +59,16 @@ static double out_subnormal_half_spacing(gp_dtype_t t) {
 }
 
 void gp_ref_gemm(const gp_ref_gemm_t *g, double *ref, double *bound) {
+  gp_ref_gemm_rounded(g, 0.0, 0x1.0p-24, ref, bound);
+}
+
+void gp_ref_gemm_rounded(const gp_ref_gemm_t *g, double u_in, double u_acc, double *ref,
+                         double *bound) {
   const bool row = g->layout == GP_ROW_MAJOR;
   const bool ta = g->transa == GP_OP_T, tb = g->transb == GP_OP_T;
   const double u = 0x1.0p-24, u_out = gp_ref_unit_roundoff(g->c_type);
-  const double gam = gp_ref_gamma((double)g->k + 2.0, u) + gp_ref_gamma((double)g->k + 2.0, 0x1.0p-53);
+  const double gam = gp_ref_gamma((double)g->k + 2.0, u_acc) + gp_ref_gamma((double)g->k + 2.0, 0x1.0p-53);
+  const double e_in = u_in > 0.0 ? gp_ref_gamma(2.0, u_in) * (1.0 + gam) : 0.0;
   const double tiny = (2.0 * (double)g->k + 4.0) * 0x1.0p-150;
   for (int64_t i = 0; i < g->m; i++) {
     for (int64_t j = 0; j < g->n; j++) {
@@ -79,13 +88,14 @@ void gp_ref_gemm(const gp_ref_gemm_t *g, double *ref, double *bound) {
       }
       const int64_t ic = row ? i * g->ldc + j : i + j * g->ldc;
       double x = g->k > 0 ? g->alpha * s : 0.0;
-      double mag = g->k > 0 ? fabs(g->alpha) * sabs : 0.0;
+      const double mag_ab = g->k > 0 ? fabs(g->alpha) * sabs : 0.0;
+      double mag = mag_ab;
       if (g->beta != 0.0) {
         const double cv = elem(g->c, g->c_type, ic);
         x += g->beta * cv;
         mag += fabs(g->beta * cv);
       }
-      double e = gam * mag + tiny;
+      double e = gam * mag + e_in * mag_ab + tiny;
       double y = x;
       if (g->epilogue != GP_EPILOGUE_NONE) {
         const double xb = x + elem(g->bias, g->bias_type, j);

@@ -48,6 +48,12 @@ typedef struct gp_ref_gemm {
  * positions (typically ref = C's prior value and bound = 0: untouched). */
 void gp_ref_gemm(const gp_ref_gemm_t *g, double *ref, double *bound);
 
+/* gp_ref_gemm for implementations that round each input with relative error <= u_in
+ * before multiplying (TF32: 2^-11) and sum with unit roundoff u_acc (2^-24 IEEE f32,
+ * 2^-23 tensor cores); gp_ref_gemm is (0, 2^-24). Derivation in ref_gemm.c, item 5. */
+void gp_ref_gemm_rounded(const gp_ref_gemm_t *g, double u_in, double u_acc, double *ref,
+                         double *bound);
+
 /* Positions of C's storage outside every window stay as they were: fills ref[i] with
  * element i of c (c_type) and bound[i] with 0 for i < n. */
 void gp_ref_gemm_untouched(const void *c, gp_dtype_t c_type, size_t n, double *ref, double *bound);

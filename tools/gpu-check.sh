@@ -3,9 +3,11 @@
 #
 # For a machine with a GPU and the CUDA toolkit: builds the cuda library and tool (no
 # test suites), then runs
-#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json,
+#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json
+#   (gemm beside cuBLAS, also f32 with --tf32),
 #   bench attention --backward --json, bench allreduce --check --json (NCCL: the
-#   system's, or the Python environment's)
+#   system's, or the Python environment's), tools/attention-anchor.py (attention
+#   beside PyTorch's scaled_dot_product_attention, flash backend)
 #   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
 #   models/all-MiniLM-L6-v2: `make model`), embed --json and bench embed --json,
 #   and, where the Check library is installed, the sm_80 lane probe (test_nv_mma);
@@ -91,11 +93,21 @@ note "nccl: ${GP_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
 step info json info --json
 step selftest txt selftest
 step bench-gemm json bench gemm --json
+step bench-gemm-tf32 json bench gemm --tf32 --m 8192 --n 8192 --k 8192 --json
 step bench-attention json bench attention --json
 step bench-attention-bwd json bench attention --backward --json
 step bench-memcpy json bench memcpy --json
 step bench-launch json bench launch --json
 step bench-allreduce json bench allreduce --check --json
+
+# Attention beside PyTorch's SDPA (flash backend), FlashAttention-2's sweep, when a
+# PyTorch with CUDA is installed (else gpuport's column alone).
+start=$(date +%s)
+timeout "$((STEP_TIMEOUT * 2))" python3 tools/attention-anchor.py "$OUT" "$TOOL" \
+  > "$OUT/attention-anchor.txt" 2>&1
+rc=$?
+note "attention-anchor: rc=$rc $(($(date +%s) - start))s -> $OUT/attention-anchor.md"
+[ $rc -eq 0 ] || status=1
 
 # all-MiniLM-L6-v2 (examples/minilm), when the model was fetched or brought along.
 MODEL=${MINILM_MODEL_DIR:-models/all-MiniLM-L6-v2}

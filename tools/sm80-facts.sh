@@ -7,12 +7,13 @@
 # Prints one line per kernel and target: registers, static and dynamic shared memory,
 # stack frame, spill stores and loads. Fails (exit 1) when
 #   - a kernel spills or has a stack frame, for sm_80 or sm_90;
-#   - a kernel is missing (9 GEMM, 10 attention forward, 10 backward), or its PTX lacks
-#     the instructions it is
-#     written with: mma.sync.aligned.m16n8k16, ldmatrix and cp.async (the f32 GEMM: cp.async);
+#   - a kernel is missing (10 GEMM, 10 attention forward, 10 backward), or its PTX lacks
+#     the instructions it is written with: mma.sync.aligned.m16n8k16, ldmatrix and
+#     cp.async (the f32 GEMM: cp.async; the tf32 GEMM: mma.sync.aligned.m16n8k8 on tf32,
+#     cvt.rna.tf32.f32 and cp.async);
 #   - the tile shapes differ from the ones stated in src/kernels/sm80.h (so "no spills"
 #     cannot be had by shrinking tiles): GEMM 128 x 128 x 32, 4 stages, 256 threads; f32
-#     GEMM 128 x 128 x 8, 3 stages; attention 128 query rows (8 warps) for head_dim <= 64
+#     GEMM 128 x 128 x 8, 3 stages; tf32 GEMM 128 x 128 x 16, 4 stages; attention 128 query rows (8 warps) for head_dim <= 64
 #     and 64 (4 warps) above, key tiles of 64 (32 for head_dim 256); backward key blocks
 #     of 64 (32 for head_dim 256), query tiles of 32, 4 warps up to head_dim 64, else 8.
 # Environment: CC (default cc), to read the geometry macros.
@@ -47,6 +48,8 @@ int main(void) {
          GP__SM80_GEMM_STAGES, GP__SM80_GEMM_THREADS);
   printf("shape sgemm %d %d %d %d %d\n", GP__SM80_SGEMM_BM, GP__SM80_SGEMM_BN, GP__SM80_SGEMM_BK,
          GP__SM80_SGEMM_STAGES, GP__SM80_SGEMM_THREADS);
+  printf("shape tgemm %d %d %d %d %d\n", GP__SM80_GEMM_BM, GP__SM80_GEMM_BN, GP__SM80_TGEMM_BK,
+         GP__SM80_TGEMM_STAGES, GP__SM80_GEMM_THREADS);
   for (int i = 0; i < 5; i++)
     printf("shape attn%d %d %d %d\n", dims[i], GP__SM80_ATTN_BM(dims[i]), GP__SM80_ATTN_BN(dims[i]),
            GP__SM80_ATTN_THREADS(dims[i]));
@@ -58,6 +61,7 @@ int main(void) {
       printf("dyn gp__gemm_sm80_%s_%s %d\n", t ? "bf16" : "f16", ops[o],
              GP__SM80_GEMM_SMEM(o / 2, o % 2));
   printf("dyn gp__gemm_sm80_f32 %d\n", GP__SM80_SGEMM_SMEM);
+  printf("dyn gp__gemm_sm80_tf32 %d\n", GP__SM80_TGEMM_SMEM(1, 0)); /* the largest pair */
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < 5; i++)
       printf("dyn gp__attention_fwd_sm80_%s_d%d %d\n", t ? "bf16" : "f16", dims[i],
@@ -79,6 +83,7 @@ want_shape() { # name expected-fields
 }
 want_shape gemm "128 128 32 4 256"
 want_shape sgemm "128 128 8 3 256"
+want_shape tgemm "128 128 16 4 256"
 want_shape attn32 "128 64 256"
 want_shape attn64 "128 64 256"
 want_shape attn96 "64 64 128"
@@ -112,29 +117,34 @@ while read -r k a r sm st ss sl; do
 done < "$tmp/res.txt"
 for a in sm_80 sm_90; do
   n=$(awk -v a="$a" '$2 == a' "$tmp/res.txt" | wc -l)
-  [ "$n" -eq 29 ] || fail "$n kernels compiled for $a, expected 29 (9 GEMM, 20 attention)"
+  [ "$n" -eq 30 ] || fail "$n kernels compiled for $a, expected 30 (10 GEMM, 20 attention)"
 done
 
 # ---- instructions per kernel, from the compute_80 PTX ----------------------------------
 for f in $FILES; do cat "$DIR/keep-$f/$f.compute_80.ptx"; done | awk '
-  /^\.visible \.entry/ || /^\.entry/ { if (k != "") print k, m, l, c; k = $0; sub(/.*entry /, "", k); sub(/\(.*/, "", k); m = l = c = 0; next }
+  /^\.visible \.entry/ || /^\.entry/ { if (k != "") print k, m, l, c, t, v; k = $0; sub(/.*entry /, "", k); sub(/\(.*/, "", k); m = l = c = t = v = 0; next }
   /mma\.sync\.aligned\.m16n8k16/ { m++ }
   /ldmatrix\.sync\.aligned/ { l++ }
   /cp\.async\.(ca|cg)\.shared\.global/ { c++ }
-  END { if (k != "") print k, m, l, c }' > "$tmp/ptx.txt"
+  /mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32/ { t++ }
+  /cvt\.rna\.tf32\.f32/ { v++ }
+  END { if (k != "") print k, m, l, c, t, v }' > "$tmp/ptx.txt"
 echo
-printf '%-36s %10s %9s %9s   (compute_80 PTX)\n' kernel mma.sync ldmatrix cp.async
-while read -r k m l c; do
-  printf '%-36s %10s %9s %9s\n' "$k" "$m" "$l" "$c"
+printf '%-36s %10s %9s %9s %9s %9s   (compute_80 PTX)\n' kernel mma.sync ldmatrix cp.async mma.tf32 cvt.tf32
+while read -r k m l c t v; do
+  printf '%-36s %10s %9s %9s %9s %9s\n' "$k" "$m" "$l" "$c" "$t" "$v"
   case $k in
     gp__gemm_sm80_f32) [ "$c" -gt 0 ] || fail "$k: no cp.async in its PTX" ;;
+    gp__gemm_sm80_tf32)
+      [ "$t" -gt 0 ] && [ "$v" -gt 0 ] && [ "$c" -gt 0 ] ||
+        fail "$k: its PTX lacks mma.sync.aligned.m16n8k8 (tf32), cvt.rna.tf32.f32 or cp.async" ;;
     gp__gemm_sm80_*|gp__attention_fwd_sm80_*|gp__attention_bwd_sm80_*)
       [ "$m" -gt 0 ] && [ "$l" -gt 0 ] && [ "$c" -gt 0 ] ||
         fail "$k: its PTX lacks mma.sync.aligned.m16n8k16, ldmatrix or cp.async" ;;
   esac
 done < "$tmp/ptx.txt"
 n=$(wc -l < "$tmp/ptx.txt")
-[ "$n" -eq 29 ] || fail "$n kernels in the compute_80 PTX, expected 29"
+[ "$n" -eq 30 ] || fail "$n kernels in the compute_80 PTX, expected 30"
 
 if [ $status -eq 0 ]; then echo "sm80-facts: all facts hold"; fi
 exit $status

@@ -1,7 +1,8 @@
 /**
  * @file gpuport/nv_mma.h
  * @brief NVIDIA sm_80 matrix instructions in the kernel dialect: `mma.sync` m16n8k16
- *        (f16 or bf16 inputs, f32 accumulators), `ldmatrix` (x1, x2, x4, `.trans`) and
+ *        (f16 or bf16 inputs, f32 accumulators) and m16n8k8 (tf32 inputs, f32
+ *        accumulators), `cvt.rna.tf32.f32`, `ldmatrix` (x1, x2, x4, `.trans`) and
  *        `cp.async` with commit and wait groups. Inline PTX under nvcc; on the CPU target
  *        an emulation that follows the PTX ISA's fragment layouts, so kernels written
  *        with these wrappers run (slowly) on the CPU executor and are tested without a GPU.
@@ -18,6 +19,12 @@
  *   row = g + 8 * ((e >> 1) & 1), col = 2t + (e & 1) + 8 * (e >> 2).
  * - B, 16 x 8 (K x N, "col"), b[0..1] hold e0..e3: k = 2t + (e & 1) + 8 * (e >> 1), n = g.
  * - C and D, 16 x 8 f32, d[0..3]: row = g + 8 * (i >> 1), col = 2t + (i & 1).
+ * - m16n8k8 with tf32 inputs ("Matrix Fragments for mma.m16n8k8", .tf32: one element per
+ *   32-bit register): A, 16 x 8, a[i]: row = g + 8 * (i & 1), col = t + 4 * (i >> 1);
+ *   B, 8 x 8, b[i]: k = t + 4 * i, n = g; C and D as above. The hardware reads only the
+ *   sign, exponent and top 10 mantissa bits of a tf32 operand; the emulation drops the
+ *   low 13 bits the same way, so a kernel that forgets gp_nv_cvt_tf32() loses the
+ *   same precision on both.
  * - ldmatrix.m8n8.b16: lanes 8j .. 8j+7 give the addresses of rows 0..7 of matrix j (16
  *   bytes each, 16-byte aligned; .x1 reads lanes 0-7, .x2 lanes 0-15); register j of lane
  *   l holds row l / 4, columns 2(l % 4) and 2(l % 4) + 1 of matrix j; with `.trans` it
@@ -125,28 +132,49 @@ static inline float gp__nv_b16_to_f32(uint32_t bits, int bf16) {
   return gp_f32_from_f16(v);
 }
 
-/* D = A B + C for the whole warp (fragment layouts in the file comment). This and the
- * per-lane entries below are not inlined: one copy per translation unit keeps kernels
- * with many matrix-instruction call sites quick to build. */
-__attribute__((noinline, unused)) static void gp__nv_mma_warp(gp__nv_lane_t *const lanes[32], int bf16) {
+/* A tf32 operand as the tensor core reads it: the low 13 mantissa bits ignored. */
+static inline float gp__nv_tf32_to_f32(uint32_t bits) {
+  bits &= 0xffffe000u;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* Input types of the emulated mma (the `kind` argument below). */
+#define GP__NV_F16 0
+#define GP__NV_BF16 1
+#define GP__NV_TF32 2
+
+/* D = A B + C for the whole warp (fragment layouts in the file comment; m16n8k16 for
+ * f16 and bf16, m16n8k8 for tf32). This and the per-lane entries below are not
+ * inlined: one copy per translation unit keeps kernels with many matrix-instruction
+ * call sites quick to build. */
+__attribute__((noinline, unused)) static void gp__nv_mma_warp(gp__nv_lane_t *const lanes[32], int kind) {
   float A[16][16], B[16][8], C[16][8];
+  const unsigned K = kind == GP__NV_TF32 ? 8 : 16;
   for (unsigned l = 0; l < 32; l++) {
     const unsigned g = l >> 2, t = l & 3;
     const gp__nv_lane_t *L = lanes[l];
-    for (unsigned e = 0; e < 8; e++) {
-      const unsigned row = g + 8 * ((e >> 1) & 1), col = 2 * t + (e & 1) + 8 * (e >> 2);
-      A[row][col] = L ? gp__nv_b16_to_f32(L->a[e >> 1] >> (16 * (e & 1)), bf16) : NAN;
-    }
-    for (unsigned e = 0; e < 4; e++) {
-      const unsigned k = 2 * t + (e & 1) + 8 * (e >> 1);
-      B[k][g] = L ? gp__nv_b16_to_f32(L->b[e >> 1] >> (16 * (e & 1)), bf16) : NAN;
+    if (kind == GP__NV_TF32) {
+      for (unsigned i = 0; i < 4; i++)
+        A[g + 8 * (i & 1)][t + 4 * (i >> 1)] = L ? gp__nv_tf32_to_f32(L->a[i]) : NAN;
+      for (unsigned i = 0; i < 2; i++) B[t + 4 * i][g] = L ? gp__nv_tf32_to_f32(L->b[i]) : NAN;
+    } else {
+      for (unsigned e = 0; e < 8; e++) {
+        const unsigned row = g + 8 * ((e >> 1) & 1), col = 2 * t + (e & 1) + 8 * (e >> 2);
+        A[row][col] = L ? gp__nv_b16_to_f32(L->a[e >> 1] >> (16 * (e & 1)), kind) : NAN;
+      }
+      for (unsigned e = 0; e < 4; e++) {
+        const unsigned k = 2 * t + (e & 1) + 8 * (e >> 1);
+        B[k][g] = L ? gp__nv_b16_to_f32(L->b[e >> 1] >> (16 * (e & 1)), kind) : NAN;
+      }
     }
     for (unsigned i = 0; i < 4; i++) C[g + 8 * (i >> 1)][2 * t + (i & 1)] = L ? L->d[i] : NAN;
   }
   for (unsigned i = 0; i < 16; i++)
     for (unsigned j = 0; j < 8; j++) {
       float acc = C[i][j];
-      for (unsigned k = 0; k < 16; k++) acc = fmaf(A[i][k], B[k][j], acc);
+      for (unsigned k = 0; k < K; k++) acc = fmaf(A[i][k], B[k][j], acc);
       C[i][j] = acc;
     }
   for (unsigned l = 0; l < 32; l++) {
@@ -159,7 +187,7 @@ __attribute__((noinline, unused)) static void gp__nv_mma_warp(gp__nv_lane_t *con
 }
 
 __attribute__((noinline, unused)) static void gp__nv_mma(float d[4], const uint32_t a[4],
-                                                  const uint32_t b[2], int bf16, const char *file,
+                                                  const uint32_t b[2], int kind, const char *file,
                                                   int line) {
   gp__nv_lane_t me, *lanes[32];
   me.a = a;
@@ -167,7 +195,7 @@ __attribute__((noinline, unused)) static void gp__nv_mma(float d[4], const uint3
   me.d = d;
   me.row = NULL;
   me.r = NULL;
-  if (gp__nv_gather(&me, lanes, file, line)) gp__nv_mma_warp(lanes, bf16);
+  if (gp__nv_gather(&me, lanes, file, line)) gp__nv_mma_warp(lanes, kind);
 }
 
 /* ldmatrix of nmat 8x8 b16 matrices for the whole warp (not inlined, as above). */
@@ -276,12 +304,18 @@ static inline void gp_nv_cp_async_wait(gp_nv_async_t *as, int n) {
 /** @brief `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: d = A B + d (warp-wide). */
 static inline void gp_nv_mma_m16n8k16_f16(float d[4], const uint32_t a[4], const uint32_t b[2],
                                           GP__NV_SITE) {
-  gp__nv_mma(d, a, b, 0, file, line);
+  gp__nv_mma(d, a, b, GP__NV_F16, file, line);
 }
 /** @brief `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`: d = A B + d (warp-wide). */
 static inline void gp_nv_mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2],
                                            GP__NV_SITE) {
-  gp__nv_mma(d, a, b, 1, file, line);
+  gp__nv_mma(d, a, b, GP__NV_BF16, file, line);
+}
+/** @brief `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: d = A B + d (warp-wide);
+ *         A and B registers hold tf32 values (gp_nv_cvt_tf32()). */
+static inline void gp_nv_mma_m16n8k8_tf32(float d[4], const uint32_t a[4], const uint32_t b[2],
+                                          GP__NV_SITE) {
+  gp__nv_mma(d, a, b, GP__NV_TF32, file, line);
 }
 
 /** @brief `ldmatrix.sync.aligned.m8n8.x1.shared.b16` (lanes 0-7 give the row addresses). */
@@ -307,6 +341,16 @@ static inline void gp_nv_ldmatrix_x2_trans(uint32_t r[2], const void *row, GP__N
 /** @brief `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`. */
 static inline void gp_nv_ldmatrix_x4_trans(uint32_t r[4], const void *row, GP__NV_SITE) {
   gp__nv_ldmatrix(r, row, 4, 1, file, line);
+}
+
+/** @brief `cvt.rna.tf32.f32`: @p x rounded to tf32 (10 mantissa bits, to nearest, ties
+ *         away from zero), as the bits of an f32 with the low 13 bits zero. */
+static inline uint32_t gp_nv_cvt_tf32(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) return (bits + 0x1000u) & 0xffffe000u; /* + half an ulp */
+  if (bits & 0x007fffffu) return 0x7fffffffu; /* NaN stays NaN (canonical) */
+  return bits;                                /* infinity */
 }
 
 /** @brief Two f32 rounded to f16 (nearest even) in one register, @p lo in the low half. */
@@ -381,6 +425,21 @@ static __device__ __forceinline__ void gp_nv_mma_m16n8k16_bf16(float d[4], const
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+static __device__ __forceinline__ void gp_nv_mma_m16n8k8_tf32(float d[4], const uint32_t a[4],
+                                                              const uint32_t b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+static __device__ __forceinline__ uint32_t gp_nv_cvt_tf32(float x) {
+  uint32_t d;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(d) : "f"(x));
+  return d;
 }
 
 static __device__ __forceinline__ void gp_nv_ldmatrix_x1(uint32_t r[1], const void *row) {

@@ -41,7 +41,7 @@ typedef struct gp__gemm_params {
   int32_t ab_type, c_type, bias_type;   /* gp_dtype_t values */
   int32_t epilogue;                     /* gp_epilogue_t */
   int32_t bias_along_m;                 /* 1: bias[i] (row of canonical C); 0: bias[j] */
-  int32_t reserved;                     /* 0 */
+  int32_t allow_tf32;                   /* 1: f32 inputs may be rounded to tf32 (GP_COMPUTE_TF32) */
 } gp__gemm_params_t;
 
 #endif /* GP_KERNELS_GEMM_PARAMS_H */

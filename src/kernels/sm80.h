@@ -10,6 +10,12 @@
  *   16-byte rows an ldmatrix reads fall on distinct banks.
  * GEMM, f32 inputs (gp__gemm_sm80_f32): FFMA, block tile 128 x 128 x 8, 256 threads of
  *   8 x 8 outputs each, a 3-stage pipeline of 4-byte cp.async copies.
+ * GEMM, f32 inputs with GP_COMPUTE_TF32 (gp__gemm_sm80_tf32): mma.sync m16n8k8 on tf32,
+ *   block tile 128 x 128 x 16, the same 8 warps of 64 x 32 (4 x 4 mma per 8 of k), a
+ *   4-stage pipeline of 16-byte cp.async copies (4-byte ones when A or B is not 16-byte
+ *   aligned); operands in shared memory in their stored orientation, rows of 16 (k)
+ *   padded by 4 floats and rows of 128 (m or n) by 8, so the scalar fragment loads of a
+ *   warp (lane l reads row or column l / 4, l % 4) hit 32 distinct banks.
  * Attention forward (cuda/attention_sm80.cu, gp__attention_fwd_sm80_{f16,bf16}_d<D> for
  *   D = 32, 64, 96, 128, 256): each warp owns GP__SM80_ATTN_MT(D) = 1 tile of 16 query
  *   rows (the kernels also take 2, which halves the shared-memory reads per flop but
@@ -53,6 +59,17 @@
 #define GP__SM80_SGEMM_LD (GP__SM80_SGEMM_BM + 4) /* floats per shared row (padded) */
 #define GP__SM80_SGEMM_SMEM                                                                \
   (4 * GP__SM80_SGEMM_STAGES * GP__SM80_SGEMM_BK * 2 * GP__SM80_SGEMM_LD)
+
+#define GP__SM80_TGEMM_BK 16
+#define GP__SM80_TGEMM_STAGES 4
+/* Floats of one stage of A ([m][k] rows when transposed, else [k][m]) and of B ([k][n]
+ * when transposed, else [n][k]), and the dynamic shared memory in bytes. */
+#define GP__SM80_TGEMM_A_ELEMS(ta)                                                         \
+  ((ta) ? GP__SM80_GEMM_BM * (GP__SM80_TGEMM_BK + 4) : GP__SM80_TGEMM_BK * (GP__SM80_GEMM_BM + 8))
+#define GP__SM80_TGEMM_B_ELEMS(tb)                                                         \
+  ((tb) ? GP__SM80_TGEMM_BK * (GP__SM80_GEMM_BN + 8) : GP__SM80_GEMM_BN * (GP__SM80_TGEMM_BK + 4))
+#define GP__SM80_TGEMM_SMEM(ta, tb)                                                        \
+  (4 * GP__SM80_TGEMM_STAGES * (GP__SM80_TGEMM_A_ELEMS(ta) + GP__SM80_TGEMM_B_ELEMS(tb)))
 
 /* Tiles of GROUP_M consecutive rows of tiles are visited column by column, so that
  * blocks running together share their A and B panels in L2. */

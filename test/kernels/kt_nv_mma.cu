@@ -28,6 +28,32 @@ GP_KERNEL void kt_nv_mma(int bf16, const uint32_t *a, const uint32_t *b, const f
 }
 GP_KERNEL_EXPORT(kt_nv_mma)
 
+/* The tf32 form: lane l rounds its operands a[32][4], b[32][2] (f32) with cvt.rna.tf32
+ * unless raw, writes the rounded bits to ra_out[32][4], then d = A B + C (m16n8k8). */
+GP_KERNEL void kt_nv_mma_tf32(int raw, const float *a, const float *b, const float *c, float *d,
+                              uint32_t *ra_out) {
+  const unsigned l = threadIdx.x;
+  uint32_t ra[4], rb[2];
+  float acc[4];
+  for (int i = 0; i < 4; i++) {
+    const float x = a[4 * l + i];
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    ra[i] = raw ? bits : gp_nv_cvt_tf32(x);
+    ra_out[4 * l + i] = ra[i];
+  }
+  for (int i = 0; i < 2; i++) {
+    const float x = b[2 * l + i];
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    rb[i] = raw ? bits : gp_nv_cvt_tf32(x);
+  }
+  for (int i = 0; i < 4; i++) acc[i] = c[4 * l + i];
+  gp_nv_mma_m16n8k8_tf32(acc, ra, rb);
+  for (int i = 0; i < 4; i++) d[4 * l + i] = acc[i];
+}
+GP_KERNEL_EXPORT(kt_nv_mma_tf32)
+
 /* ldmatrix of a 32 x 8 b16 array staged in shared memory: lane l gives the address of
  * row rows[l]; variant = nmat (1, 2, 4) + 8 * trans; r[32][4] receives the registers. */
 GP_KERNEL void kt_nv_ldmatrix(int variant, const uint16_t *src, const int *rows, uint32_t *r) {

@@ -1,29 +1,121 @@
 /*
- * anchor_hipblaslt.c - the anchor of `gpuport bench gemm|attention` on the hip backend:
- * hipBLASLt, AMD's tuned GEMM library, loaded at run time with dlopen so that the tool
- * neither needs its headers to build nor the library to run (Debian's ROCm 5.2 has no
- * hipBLASLt; ROCm 6+ installs it). Where it is missing, the reason is returned and the
- * table says so.
- *
- * The prototypes and enum values below are declared here, from hipBLASLt's public header
- * (github.com/ROCm/hipBLASLt, library/include/hipblaslt.h, ROCm 6.x: hipblasLtCreate,
- * hipblasLtMatmulDescCreate(desc, hipblasComputeType_t, hipDataType), ...,
- * hipblasLtMatmul) and the enums it uses: hipDataType (HIP_R_32F 0, HIP_R_16F 2,
- * HIP_R_16BF 14, the values of CUDA's cudaDataType), hipblasOperation_t (HIPBLAS_OP_N 111,
- * HIPBLAS_OP_T 112), hipblasComputeType_t (HIPBLAS_COMPUTE_32F 2, hipblas-common.h),
- * HIPBLASLT_MATMUL_DESC_TRANSA/B 0/1, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1,
- * HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT 0 (int32), ..._STRIDED_BATCH_OFFSET 1 (int64), and
- * the layout of hipblasLtMatmulHeuristicResult_t. ROCm 5.x hipBLASLt used other compute
- * type values; there the heuristic finds no algorithm and the table says so.
+ * anchor_blas.c - the vendor GEMM that `gpuport bench gemm` measures beside gpuport on a
+ * GPU backend, on the same stream, buffers and shape: cuBLAS's cublasGemmEx on the cuda
+ * backend, hipBLASLt's hipblasLtMatmul on the hip backend (which also gives `bench
+ * attention` its anchor: the batched GEMMs of the same FLOPs, tool_lt_gemm_*). Each
+ * library is loaded with dlopen when the benchmark first asks for it, so neither the
+ * library nor the tool links it; its prototypes are declared here, so the build needs no
+ * vendor header either:
+ *   cuBLAS: API reference (cublasCreate, cublasSetStream, cublasGemmEx); the enum values
+ *     are those of cublas_api.h and library_types.h.
+ *   hipBLASLt: its public header (github.com/ROCm/hipBLASLt, library/include/hipblaslt.h,
+ *     ROCm 6.x): hipblasLtCreate, hipblasLtMatmulDescCreate(desc, hipblasComputeType_t,
+ *     hipDataType), hipblasLtMatrixLayoutCreate/SetAttribute, hipblasLtMatmulPreference*,
+ *     hipblasLtMatmulAlgoGetHeuristic, hipblasLtMatmul, and the layout of
+ *     hipblasLtMatmulAlgo_t and hipblasLtMatmulHeuristicResult_t; enum values: hipDataType
+ *     (HIP_R_32F 0, HIP_R_16F 2, HIP_R_16BF 14, those of CUDA's cudaDataType),
+ *     hipblasOperation_t (HIPBLAS_OP_N 111, HIPBLAS_OP_T 112), hipblasComputeType_t
+ *     (HIPBLAS_COMPUTE_32F 2, hipblas-common.h), HIPBLASLT_MATMUL_DESC_TRANSA/B 0/1,
+ *     HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1, HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT 0
+ *     (int32) and _STRIDED_BATCH_OFFSET 1 (int64). Debian's ROCm 5.2 has no hipBLASLt
+ *     (the table says so); ROCm 5.x's hipBLASLt used other compute-type values, where the
+ *     heuristic finds no algorithm and the table says that instead.
+ * The cpu build has no vendor GEMM here (the cpu figures use OpenBLAS, main.c).
  */
 #include "tool.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
-#if defined(GP_BUILD_HIP)
+#if defined(GP_BUILD_CUDA)
+
+typedef void *cublas_handle_t;
+typedef int (*create_fn)(cublas_handle_t *);
+typedef int (*set_stream_fn)(cublas_handle_t, void *);
+typedef int (*gemm_ex_fn)(cublas_handle_t, int transa, int transb, int m, int n, int k,
+                          const void *alpha, const void *a, int a_type, int lda, const void *b,
+                          int b_type, int ldb, const void *beta, void *c, int c_type, int ldc,
+                          int compute, int algo);
+
+enum { CUBLAS_OP_N = 0, CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77, CUBLAS_GEMM_DEFAULT = -1 };
+
+static struct {
+  pthread_once_t once;
+  cublas_handle_t handle;
+  set_stream_fn set_stream;
+  gemm_ex_fn gemm_ex;
+  char why[160]; /* empty when loaded */
+} g = {PTHREAD_ONCE_INIT, NULL, NULL, NULL, ""};
+
+static void load(void) {
+  static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+  void *lib = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(g.why, sizeof g.why, "cuBLAS not found (libcublas.so.13/.12)");
+    return;
+  }
+  create_fn create;
+  void *p = dlsym(lib, "cublasCreate_v2");
+  memcpy(&create, &p, sizeof p);
+  p = dlsym(lib, "cublasSetStream_v2");
+  memcpy(&g.set_stream, &p, sizeof p);
+  p = dlsym(lib, "cublasGemmEx");
+  memcpy(&g.gemm_ex, &p, sizeof p);
+  if (!create || !g.set_stream || !g.gemm_ex) {
+    snprintf(g.why, sizeof g.why, "cuBLAS lacks cublasCreate_v2, cublasSetStream_v2 or cublasGemmEx");
+    return;
+  }
+  int st = create(&g.handle);
+  if (st != 0) snprintf(g.why, sizeof g.why, "cublasCreate failed (cublasStatus_t %d)", st);
+}
+
+const char *tool_vendor_gemm_name(void) { return "cuBLAS"; }
+
+const char *tool_vendor_gemm_unavailable(void) {
+  pthread_once(&g.once, load);
+  return g.why[0] ? g.why : NULL;
+}
+
+gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_dtype_t t,
+                             bool tf32, const void *a, const void *b, void *c) {
+  if (tool_vendor_gemm_unavailable()) return GP_ERROR_NOT_SUPPORTED;
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return GP_ERROR_NOT_SUPPORTED;
+  const int type = t == GP_BF16 ? CUDA_R_16BF : t == GP_F16 ? CUDA_R_16F : CUDA_R_32F;
+  const int compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float alpha = 1.0f, beta = 0.0f;
+  if (g.set_stream(g.handle, gp_stream_native(s)) != 0) return GP_ERROR_LAUNCH_FAILED;
+  /* Row-major C = A B is column-major C^T = B^T A^T: B (n x k in those terms) first. */
+  int st = g.gemm_ex(g.handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, b, type,
+                     (int)n, a, type, (int)k, &beta, c, type, (int)n, compute, CUBLAS_GEMM_DEFAULT);
+  return st == 0 ? GP_SUCCESS : GP_ERROR_LAUNCH_FAILED;
+}
+
+
+/* The attention anchor's batched GEMMs: hipBLASLt only. */
+struct tool_lt_gemm {
+  int unused;
+};
+
+tool_lt_gemm_t *tool_lt_gemm_create(const tool_lt_shape_t *sh, char *why, size_t why_len) {
+  (void)sh;
+  snprintf(why, why_len, "hipBLASLt is the hip backend's anchor");
+  return NULL;
+}
+
+gp_status_t tool_lt_gemm_run(void *ctx, gp_stream_t s) {
+  (void)ctx, (void)s;
+  return GP_ERROR_NOT_SUPPORTED;
+}
+
+void tool_lt_gemm_destroy(tool_lt_gemm_t *g) { (void)g; }
+
+#elif defined(GP_BUILD_HIP)
+
 
 typedef int lt_status_t; /* hipblasStatus_t: 0 is HIPBLAS_STATUS_SUCCESS */
 typedef void *lt_handle_t, *lt_desc_t, *lt_layout_t, *lt_pref_t;
@@ -199,8 +291,44 @@ void tool_lt_gemm_destroy(tool_lt_gemm_t *g) {
   free(g);
 }
 
-#else /* cpu, cuda: the hip backend's anchor only */
 
+/* ---- the tool_vendor_gemm interface: row-major C = A B, one plan kept per product ---- */
+
+static tool_lt_gemm_t *g_plan;
+static tool_lt_shape_t g_plan_shape;
+static char g_plan_error[200];
+
+const char *tool_vendor_gemm_name(void) { return "hipBLASLt"; }
+
+const char *tool_vendor_gemm_unavailable(void) { return lt_load() ? NULL : g_load_error; }
+
+gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_dtype_t t,
+                             bool tf32, const void *a, const void *b, void *c) {
+  (void)tf32; /* hipBLASLt's f32 compute on f32 inputs: exact products */
+  if (!lt_load()) return GP_ERROR_NOT_SUPPORTED;
+  /* Row-major C = A B is column-major C^T (n x m) = B^T A^T: B first. */
+  const tool_lt_shape_t sh = {t, 0, 0, n, m, k, 1, b, a, c, n, k, n, 0, 0, 0};
+  if (!g_plan || memcmp(&sh, &g_plan_shape, sizeof sh) != 0) {
+    tool_lt_gemm_destroy(g_plan);
+    g_plan_shape = sh;
+    g_plan = tool_lt_gemm_create(&sh, g_plan_error, sizeof g_plan_error);
+    if (!g_plan) return GP_ERROR_NOT_SUPPORTED;
+  }
+  return tool_lt_gemm_run(g_plan, s);
+}
+
+#else /* cpu: no vendor GEMM anchor in this file */
+
+const char *tool_vendor_gemm_name(void) { return NULL; }
+const char *tool_vendor_gemm_unavailable(void) { return "no vendor GEMM anchor in this build"; }
+gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_dtype_t t,
+                             bool tf32, const void *a, const void *b, void *c) {
+  (void)s, (void)m, (void)n, (void)k, (void)t, (void)tf32, (void)a, (void)b, (void)c;
+  return GP_ERROR_NOT_SUPPORTED;
+}
+
+
+/* The attention anchor's batched GEMMs: hipBLASLt only. */
 struct tool_lt_gemm {
   int unused;
 };
