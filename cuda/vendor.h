@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 #include <gpuport/runtime.h>
 
@@ -168,6 +169,11 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuLaunchKernel cudaLaunchKernel
 #define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuLaunchCooperativeKernel cudaLaunchCooperativeKernel
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define gpuMemcpyToSymbolAsync cudaMemcpyToSymbolAsync
+#define gpuMemcpyFromSymbolAsync cudaMemcpyFromSymbolAsync
+#define gpuGetSymbolAddress cudaGetSymbolAddress
 
 /* ---- graphs (src/gpu/graph.c) ------------------------------------------------------ */
 typedef cudaGraph_t gpuGraph_t;
@@ -339,6 +345,36 @@ static inline cudaError_t gp__cuda_memset_d32_async(void *dst, uint32_t value, s
     __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
   }
   return (cudaError_t)f((unsigned long long)(uintptr_t)dst, value, n, stream);
+}
+
+/* A launch with attributes (thread-block clusters, sm_90; cooperative) through
+ * cudaLaunchKernelExC, available since CUDA 12.0. */
+#define GP__GPU_HAVE_LAUNCH_EX 1
+static inline cudaError_t gpu_launch_ex(const void *entry, dim3 grid, dim3 block, size_t shmem,
+                                        cudaStream_t stream, void **args, int cooperative,
+                                        unsigned cx, unsigned cy, unsigned cz) {
+  cudaLaunchAttribute attrs[2];
+  unsigned n = 0;
+  memset(attrs, 0, sizeof attrs);
+  if (cooperative) {
+    attrs[n].id = cudaLaunchAttributeCooperative;
+    attrs[n].val.cooperative = 1;
+    n++;
+  }
+  attrs[n].id = cudaLaunchAttributeClusterDimension;
+  attrs[n].val.clusterDim.x = cx;
+  attrs[n].val.clusterDim.y = cy;
+  attrs[n].val.clusterDim.z = cz;
+  n++;
+  cudaLaunchConfig_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = shmem;
+  cfg.stream = stream;
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
+  return cudaLaunchKernelExC(&cfg, entry, args);
 }
 
 #endif /* GP_VENDOR_H */

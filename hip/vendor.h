@@ -154,6 +154,11 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuLaunchKernel hipLaunchKernel
 #define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuLaunchCooperativeKernel hipLaunchCooperativeKernel
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
+#define gpuMemcpyToSymbolAsync hipMemcpyToSymbolAsync
+#define gpuMemcpyFromSymbolAsync hipMemcpyFromSymbolAsync
+#define gpuGetSymbolAddress hipGetSymbolAddress
 
 /* ---- graphs (src/gpu/graph.c) ------------------------------------------------------ */
 typedef hipGraph_t gpuGraph_t;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "api.h"
@@ -209,4 +210,59 @@ GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t b
 GP_API const char *gp_kernel_name(gp_kernel_t kernel) {
   if (kernel == NULL || !kernel_readable(kernel) || kernel->magic != GP_KERNEL_MAGIC) return NULL;
   return kernel->name;
+}
+
+/* ---- extended launch and occupancy ------------------------------------------------------ */
+
+/* The part of gp_launch_config_t every caller has: up to and including the stream. */
+#define GP__LAUNCH_CONFIG_MIN (offsetof(gp_launch_config_t, stream) + sizeof(gp_stream_t))
+
+GP_API gp_status_t gp_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *config, void **args) {
+  GP__CHECK_NOT_NULL(config);
+  GP__CHECK_ARG(config->struct_size >= GP__LAUNCH_CONFIG_MIN,
+                "'config->struct_size' is %zu; initialise the config with gp_launch_config_init()",
+                config->struct_size);
+  /* Fields past an older caller's struct keep their defaults. */
+  gp_launch_config_t c;
+  gp_launch_config_init(&c);
+  size_t n = config->struct_size < sizeof c ? config->struct_size : sizeof c;
+  memcpy(&c, config, n);
+  c.struct_size = sizeof c;
+  GP__TRY(gp__kernel_check(kernel, __func__));
+  GP__TRY(check_args(__func__, kernel, args));
+  gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(c.stream, __func__, &s));
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
+  GP__TRY(check_config(__func__, kernel, c.grid, c.block, c.dynamic_shared_bytes, p));
+  bool cluster = c.cluster.x > 1 || c.cluster.y > 1 || c.cluster.z > 1;
+  if (cluster && GP__BACKEND != GP_BACKEND_CUDA)
+    return GP__ERR(GP_ERROR_NOT_SUPPORTED,
+                   "'config->cluster' is (%u,%u,%u): thread-block clusters exist on CUDA (sm_90) only",
+                   c.cluster.x, c.cluster.y, c.cluster.z);
+  if (cluster) {
+    const unsigned cx = c.cluster.x ? c.cluster.x : 1, cy = c.cluster.y ? c.cluster.y : 1,
+                   cz = c.cluster.z ? c.cluster.z : 1;
+    if (c.grid.x % cx || c.grid.y % cy || c.grid.z % cz)
+      return GP__ERR(GP_ERROR_INVALID_CONFIGURATION,
+                     "'config->grid' (%u,%u,%u) is not a multiple of 'config->cluster' (%u,%u,%u)",
+                     c.grid.x, c.grid.y, c.grid.z, cx, cy, cz);
+  }
+  if (c.cooperative) {
+    int per_sm = 0;
+    unsigned threads = c.block.x * c.block.y * c.block.z;
+    GP__TRY(gp__be_occupancy_max_active_blocks(&per_sm, kernel, (int)threads, c.dynamic_shared_bytes));
+    uint64_t blocks = (uint64_t)c.grid.x * c.grid.y * c.grid.z;
+    uint64_t resident = (uint64_t)per_sm * (uint64_t)p->multiprocessor_count;
+    if (blocks > resident)
+      return GP__ERR(GP_ERROR_INVALID_CONFIGURATION,
+                     "cooperative launch of kernel '%s' with %llu blocks; at most %llu can be resident "
+                     "(%d per multiprocessor x %d multiprocessors)",
+                     kernel->name ? kernel->name : "?", (unsigned long long)blocks,
+                     (unsigned long long)resident, per_sm, p->multiprocessor_count);
+  }
+  GP__TRACE(GP__SUB_LAUNCH, "gp_launch_ex %s grid (%u,%u,%u) block (%u,%u,%u) shared %zu%s",
+            kernel->name ? kernel->name : "?", c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
+            c.block.z, c.dynamic_shared_bytes, c.cooperative ? " cooperative" : "");
+  return gp__be_launch_ex(kernel, &c, s, args);
 }

@@ -193,6 +193,17 @@ gp_status_t gp__be_event_wrap(gp_event_t *event, void *native);
 gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
                           size_t dynamic_shared, gp_stream_t stream, void **args);
 gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+/* gp_launch_ex of a checked configuration (stream resolved, cooperative grid within
+ * the occupancy limit, cluster dims checked for this backend). */
+gp_status_t gp__be_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *config, gp_stream_t stream,
+                             void **args);
+/* gp__be_occupancy_max_active_blocks: with the module entry points below. */
+
+/* Device variables: the checked symbol's address on the current device, and a copy of
+ * bytes at offset between it and mem (to_symbol: mem -> variable). */
+gp_status_t gp__be_symbol_address(void **ptr, gp_symbol_t symbol);
+gp_status_t gp__be_memcpy_symbol_async(void *mem, gp_symbol_t symbol, size_t bytes, size_t offset,
+                                       bool to_symbol, gp_stream_t stream, bool sync);
 
 /* Host-side enqueue of a function on a stream: on the CPU backend the work itself runs
  * in stream order on the stream's worker; on GPU backends (a host callback) it is

@@ -1,6 +1,9 @@
 #!/bin/sh
-# run.sh DIR [TOOL] - runs every test binary (test_*) in DIR and, when TOOL is given and
-# exists, `TOOL selftest`. The cpu backend runs everything twice, with 1 and with 4
+# run.sh DIR [TOOL [EXAMPLES]] - runs every test binary (test_*) in DIR, then, when TOOL
+# is given and exists, `TOOL selftest`, then every example program in the directory
+# EXAMPLES (each checks itself against a float64 reference and exits non-zero when
+# wrong): on the cpu backend at warp width 32 and 64 (GP_CPU_WARP_SIZE=64 runs the
+# programs' width-64 kernel builds), on GPU backends once when a device answers. The cpu backend runs everything twice, with 1 and with 4
 # virtual devices (GP_CPU_DEVICES), so multi-device code paths are exercised; the cuda
 # and hip binaries run once, without Check's fork (CUDA is undefined after fork), and
 # skip by themselves when no device answers.
@@ -13,6 +16,7 @@
 
 dir=$1
 tool=$2
+examples=$3
 if [ -z "$dir" ] || [ ! -d "$dir" ]; then
   echo "usage: $0 DIR [TOOL]" >&2
   exit 2
@@ -87,16 +91,45 @@ if [ $found -eq 0 ]; then
   echo "no test binaries in $dir" >&2
   failed=$((failed + 1))
 fi
+# Suites whose kernels have no width-64 test case of their own run once more with every
+# kernel at 64 (GP_CPU_WARP_SIZE=64: the width-64 builds, modules compiled at 64).
+if [ "$BACKEND" = cpu ] && [ "$SAN" != 1 ]; then
+  for name in test_graph test_module; do
+    if [ -x "$dir/$name" ]; then run "$name (warp width 64)" 1 env GP_CPU_WARP_SIZE=64 "$dir/$name"; fi
+  done
+fi
 
 if [ -n "$tool" ]; then
   if [ -x "$tool" ]; then
     if [ -n "$device_runs" ]; then
       for n in $device_runs; do run "$(basename "$tool") selftest" "$n" "$tool" selftest; done
+      # Every kernel of the library at warp width 64 (the library has their 64 builds).
+      run "$(basename "$tool") selftest (warp width 64)" 1 env GP_CPU_WARP_SIZE=64 "$tool" selftest
     else
       run "$(basename "$tool") selftest" "" "$tool" selftest
     fi
   else
     echo "($tool not built: selftest skipped)"
+  fi
+fi
+
+if [ -n "$examples" ] && [ -d "$examples" ]; then
+  if [ "$BACKEND" = cpu ]; then widths="32 64"; else widths=""; fi
+  if [ "$BACKEND" = cpu ] || { [ -x "$tool" ] && "$tool" info >/dev/null 2>&1; }; then
+    for ex in "$examples"/*; do
+      if [ ! -f "$ex" ] || [ ! -x "$ex" ]; then continue; fi
+      # minilm embeds the sentences it is given (test_minilm checks it against the
+      # reference library); the other examples check themselves.
+      set --
+      if [ "$(basename "$ex")" = minilm ]; then set -- "A man is eating food." "A man is riding a horse."; fi
+      if [ -n "$widths" ]; then
+        for w in $widths; do run "example $(basename "$ex") (warp width $w)" "" env GP_CPU_WARP_SIZE=$w "$ex" "$@"; done
+      else
+        run "example $(basename "$ex")" "" "$ex" "$@"
+      fi
+    done
+  else
+    echo "(no device: examples not run)"
   fi
 fi
 

@@ -7,16 +7,17 @@
  * every lse value, and that elements of o outside the output (stride gaps) are untouched.
  * On the cpu backend every case runs three ways: the host implementation, the portable
  * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
- * CUDA), a width-64 build of the same kernel (as HIP runs it; test/kernels/
- * attention_w64.cu) through the internal gp__attention_fwd_kernel(), and the cuda/ sm_80
- * kernels with their mma.sync, ldmatrix and cp.async emulated (GP_CPU_ATTENTION=sm80;
- * cases they do not take run the portable kernel there, as on a GPU), and the hip/ AMD
- * MFMA kernels at wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma: every case they
- * take, plus the smallest they leave to the portable kernel). Every head_dim the sm_80
- * kernels have (32, 64, 96, 128, 256) and every one the MFMA kernels have (32, 64, 128)
- * appears in f16 or bf16 cases below, with causal masks at seqlen_q < and > seqlen_k,
- * GQA/MQA, sliding windows, varlen, packed and padded layouts (L_PAD: rows that allow
- * no 16-byte load, so the MFMA kernels' element-load path runs).
+ * CUDA), a width-64 build of the same kernel (as HIP runs it; the Makefile's W64_FLAGS
+ * build of src/kernels/attention.cu) through the internal gp__attention_fwd_kernel(), and
+ * the cuda/ sm_80 kernels with their mma.sync, ldmatrix and cp.async emulated
+ * (GP_CPU_ATTENTION=sm80, warp width 32 only: they are NVIDIA kernels; cases they do not
+ * take run the portable kernel there, as on a GPU), and the hip/ AMD MFMA kernels at
+ * wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma: every case they take, plus the
+ * smallest they leave to the portable kernel). Every head_dim the sm_80 kernels have
+ * (32, 64, 96, 128, 256) and every one the MFMA kernels have (32, 64, 128) appears in f16
+ * or bf16 cases below, with causal masks at seqlen_q < and > seqlen_k, GQA/MQA, sliding
+ * windows, varlen, packed and padded layouts (L_PAD: rows that allow no 16-byte load, so
+ * the MFMA kernels' element-load path runs).
  */
 #include <check.h>
 #include <math.h>

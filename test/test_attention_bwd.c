@@ -11,13 +11,14 @@
  * of each gradient's error, and that nothing outside the gradients was written. On the
  * cpu backend the implementations are the host one, the portable dialect kernels under
  * the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on CUDA) and a width-64
- * build of the same kernels (as HIP runs them; test/kernels/attention_bwd_w64.cu), and
- * the cuda/ sm_80 main kernel between the portable pre- and postprocess kernels with its
- * mma.sync, ldmatrix and cp.async emulated (GP_CPU_ATTENTION=sm80; cases it does not
- * take run the portable kernels there, as on a GPU), and the hip/ AMD MFMA kernels (dq,
- * then dk/dv) at wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma), for every case
- * they take: f16/bf16 at head_dim 32, 64 and 128, causal with seqlen_q != seqlen_k,
- * GQA/MQA, sliding windows, varlen, packed layouts, deterministic mode.
+ * build of the same kernels (as HIP runs them; the Makefile's W64_FLAGS build of
+ * src/kernels/attention_bwd.cu), and the cuda/ sm_80 main kernel between the portable
+ * pre- and postprocess kernels with its mma.sync, ldmatrix and cp.async emulated
+ * (GP_CPU_ATTENTION=sm80, warp width 32 only: an NVIDIA kernel; cases it does not take
+ * run the portable kernels there, as on a GPU), and the hip/ AMD MFMA kernels (dq, then
+ * dk/dv) at wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma), for every case they
+ * take: f16/bf16 at head_dim 32, 64 and 128, causal with seqlen_q != seqlen_k, GQA/MQA,
+ * sliding windows, varlen, packed layouts, deterministic mode.
  * Deterministic mode runs twice and the two results must be equal bit for bit (the
  * host implementation's two runs use different thread counts).
  *

@@ -8,14 +8,16 @@
  * the start; GP_TEST_SEED=<seed> replays a run. On the cpu backend each result test
  * runs in five modes (loop index): 0 the default path (direct cblas_sgemm where it
  * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
- * kernel on the SIMT executor (GP_CPU_GEMM=portable), 3 the cuda/ sm_80 kernels on the
- * executor with mma.sync, ldmatrix and cp.async emulated (GP_CPU_GEMM=sm80), 4 the hip/
- * AMD MFMA kernels on the executor at wave64 with each MFMA emulated (GP_CPU_GEMM=mfma);
- * on GPU backends every mode runs the GPU kernel. The sm80 tests add shapes that reach
- * the sm_80 kernels' other paths: 16-byte aligned operands (cp.async), several 128-wide
- * tiles with edges inside a 16-byte chunk, more k tiles than pipeline stages. The mfma
- * tests do the same for the MFMA kernels: several 128 x 128 tiles, k tails inside a
- * 64-byte stage, leading dimensions that do and do not allow 16-byte loads, batches.
+ * kernel on the SIMT executor (GP_CPU_GEMM=portable), also at warp width 64 (test case
+ * "portable at width 64": GP_CPU_WARP_SIZE=64 runs the kernel's width-64 build), 3 the
+ * cuda/ sm_80 kernels on the executor with mma.sync, ldmatrix and cp.async emulated
+ * (GP_CPU_GEMM=sm80; warp width 32 only: they are NVIDIA kernels); on GPU backends every
+ * mode runs the GPU kernel. The sm80 tests add shapes that reach the sm_80 kernels' other
+ * paths: 16-byte aligned operands (cp.async), several 128-wide tiles with edges inside a
+ * 16-byte chunk, more k tiles than pipeline stages. Mode 4 runs the hip/ AMD MFMA
+ * kernels on the executor at wave64 with each MFMA emulated (GP_CPU_GEMM=mfma), and the
+ * mfma tests do for them what the sm80 tests do: several 128 x 128 tiles, k tails inside
+ * a 64-byte stage, leading dimensions that do and do not allow 16-byte loads, batches.
  */
 #include <check.h>
 #include <unistd.h>
@@ -29,6 +31,11 @@
 #include "gemm.h"
 #include "ref.h"
 #include "ref_gemm.h"
+#ifdef GP_BUILD_CPU
+#include "cpu/exec.h"
+GP_KERNEL_DECLARE(gp__gemm_tiled);
+GP_KERNEL_DECLARE(gp__gemm_tiled_w64);
+#endif
 
 static uint64_t g_seed;
 
@@ -804,6 +811,17 @@ START_TEST(test_stream_order) {
 }
 END_TEST
 
+/* ---- the portable kernel at warp width 64 (cpu) ----------------------------------------- */
+#ifdef GP_BUILD_CPU
+static void width64_setup(void) { setenv("GP_CPU_WARP_SIZE", "64", 1); }
+
+START_TEST(test_width64_build_runs) {
+  ck_assert_int_eq(GP_KERNEL_REF(gp__gemm_tiled_w64)->warp_size, 64);
+  ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_tiled)), GP_KERNEL_REF(gp__gemm_tiled_w64));
+}
+END_TEST
+#endif
+
 /* ---- suite ------------------------------------------------------------------------------ */
 
 static Suite *gemm_suite(void) {
@@ -837,6 +855,19 @@ static Suite *gemm_suite(void) {
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
   suite_add_tcase(s, te);
+#ifdef GP_BUILD_CPU
+  /* Fork mode only: each test is a fresh process that reads GP_CPU_WARP_SIZE. */
+  if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
+    TCase *t64 = tcase_create("portable at width 64");
+    tcase_set_timeout(t64, 120);
+    tcase_add_checked_fixture(t64, width64_setup, NULL);
+    tcase_add_test(t64, test_width64_build_runs);
+    tcase_add_loop_test(t64, test_types_layouts_ops, MODE_PORTABLE, MODE_PORTABLE + 1);
+    tcase_add_loop_test(t64, test_epilogues, MODE_PORTABLE, MODE_PORTABLE + 1);
+    tcase_add_loop_test(t64, test_batched, MODE_PORTABLE, MODE_PORTABLE + 1);
+    suite_add_tcase(s, t64);
+  }
+#endif
   return s;
 }
 

@@ -36,11 +36,32 @@ GP_KERNEL_DECLARE(kt_barriers);
 GP_KERNEL_DECLARE(kt_shared_overflow);
 GP_KERNEL_DECLARE(kt_warp_ops);
 GP_KERNEL_DECLARE(kt_hardcoded32);
+GP_KERNEL_DECLARE(gp__bench_vadd);
+GP_KERNEL_DECLARE(gp__bench_fma_gelu);
+GP_KERNEL_DECLARE(gp__bench_reduce);
+GP_KERNEL_DECLARE(gp__bench_barriers);
+GP_KERNEL_DECLARE(gp__bench_empty);
 #ifdef GP_BUILD_CPU
+GP_KERNEL_DECLARE(gp__bench_vadd_w64);
+GP_KERNEL_DECLARE(gp__bench_fma_gelu_w64);
+GP_KERNEL_DECLARE(gp__bench_reduce_w64);
+GP_KERNEL_DECLARE(gp__bench_barriers_w64);
+GP_KERNEL_DECLARE(gp__bench_empty_w64);
+GP_KERNEL_DECLARE(kt_vadd_w64);
+GP_KERNEL_DECLARE(kt_index3d_w64);
+GP_KERNEL_DECLARE(kt_reduce_static_w64);
+GP_KERNEL_DECLARE(kt_reduce_dynamic_w64);
+GP_KERNEL_DECLARE(kt_atomics_w64);
+GP_KERNEL_DECLARE(kt_fault_w64);
+GP_KERNEL_DECLARE(kt_divergent_w64);
+GP_KERNEL_DECLARE(kt_sync_ops_w64);
+GP_KERNEL_DECLARE(kt_barriers_w64);
 GP_KERNEL_DECLARE(kt_partial_warp);
 extern const struct gp_kernel_s gp__kernel_kt_warp_ops_w64, gp__kernel_kt_hardcoded32_w64,
     gp__kernel_kt_partial_warp_w64;
 #endif
+
+static int hardcoded32_right(gp_kernel_t k);
 
 static double now_s(void) {
   struct timespec ts;
@@ -229,8 +250,9 @@ static float tree_sum(const float *v, unsigned w) {
   return a[0];
 }
 
-static void warp_ops_check(gp_kernel_t k) {
-  const unsigned W = (unsigned)k->warp_size, block = 128, grid = 3, total = block * grid;
+/* Runs kernel k (kt_warp_ops) and checks its results for warp width W. */
+static void warp_ops_check_at(gp_kernel_t k, unsigned W) {
+  const unsigned block = 128, grid = 3, total = block * grid;
   int *oi = dev_alloc((size_t)KT_NI * total * sizeof(int));
   float *of = dev_alloc((size_t)KT_NF * total * sizeof(float));
   double *od = dev_alloc(total * sizeof(double));
@@ -308,6 +330,8 @@ static void warp_ops_check(gp_kernel_t k) {
   free(hm);
 }
 
+static void warp_ops_check(gp_kernel_t k) { warp_ops_check_at(k, (unsigned)k->warp_size); }
+
 START_TEST(warp_ops_native_width) {
   NEED_DEVICE();
   warp_ops_check(GP_KERNEL_REF(kt_warp_ops));
@@ -325,6 +349,22 @@ END_TEST
 #endif
 
 #ifdef GP_BUILD_CPU
+/* GP_CPU_WARP_SIZE=64 runs a program's kernels at width 64: a launch of the default
+ * build runs the kernel's _w64 build, and the device reports 64. Needs a fresh process
+ * (the variable is read once): Check's fork mode. */
+START_TEST(whole_program_width_64) {
+  if (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0) return;
+  setenv("GP_CPU_WARP_SIZE", "64", 1);
+  NEED_DEVICE();
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  OK(gp_device_get_props(&p, 0));
+  ck_assert_int_eq(p.warp_size, 64);
+  warp_ops_check_at(GP_KERNEL_REF(kt_warp_ops), 64);
+  ck_assert_int_eq(hardcoded32_right(GP_KERNEL_REF(kt_hardcoded32)), 0);
+}
+END_TEST
+
 static void partial_warp_check(gp_kernel_t k) {
   const unsigned W = (unsigned)k->warp_size, block = 40;
   float *out = dev_alloc(2 * block * sizeof(float)), h[80];
@@ -631,6 +671,90 @@ START_TEST(bench_report) {
 END_TEST
 #endif
 
+/* ---- the library's own dialect kernels (src/kernels/bench.cu) at every width ------------ */
+static void bench_kernels_check(gp_kernel_t vadd, gp_kernel_t gelu, gp_kernel_t reduce, gp_kernel_t barriers,
+                                gp_kernel_t empty) {
+  const int n = 5000;
+  float *h = malloc(4 * (size_t)n * sizeof(float));
+  for (int i = 0; i < 4 * n; i++) h[i] = (float)((i * 37) % 101 - 50) * 0.03125f + 0.015625f; /* exact, nonzero */
+  float *a = dev_alloc((size_t)n * sizeof(float)), *x = dev_alloc((size_t)n * sizeof(float));
+  float *b = dev_alloc((size_t)n * sizeof(float)), *y = dev_alloc((size_t)n * sizeof(float));
+  OK(gp_memcpy(a, h, (size_t)n * sizeof(float)));
+  OK(gp_memcpy(x, h + n, (size_t)n * sizeof(float)));
+  OK(gp_memcpy(b, h + 2 * n, (size_t)n * sizeof(float)));
+  int nn = n;
+  void *vargs[] = {&nn, &a, &b, &y};
+  launch_sync(vadd, (unsigned)(n + 127) / 128, 128, 0, vargs);
+  OK(gp_memcpy(h + 3 * n, y, (size_t)n * sizeof(float)));
+  for (int i = 0; i < n; i++) ck_assert_msg(h[3 * n + i] == h[i] + h[2 * n + i], "%s [%d]", vadd->name, i);
+  void *gargs[] = {&nn, &a, &x, &b, &y};
+  launch_sync(gelu, (unsigned)(n + 127) / 128, 128, 0, gargs);
+  OK(gp_memcpy(h + 3 * n, y, (size_t)n * sizeof(float)));
+  for (int i = 0; i < n; i++) {
+    double v = (double)h[i] * h[n + i] + h[2 * n + i], ref = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    /* fmaf is exact here; erff within 2 ulp; four more roundings */
+    ck_assert_msg(fabs(h[3 * n + i] - ref) <= 8 * 0x1p-24 * (fabs(ref) + fabs(v)), "%s [%d]: %g vs %g", gelu->name, i,
+                  (double)h[3 * n + i], ref);
+  }
+  long long nl = 4 * n - 7;
+  float *sum = dev_alloc(sizeof(float)), got = 0;
+  float *all = dev_alloc(4 * (size_t)n * sizeof(float));
+  OK(gp_memcpy(all, h, 4 * (size_t)n * sizeof(float)));
+  void *rargs[] = {&nl, &all, &sum};
+  launch_sync(reduce, 3, 256, 0, rargs);
+  OK(gp_memcpy(&got, sum, sizeof got));
+  double ref = 0, mag = 0;
+  for (long long i = 0; i < nl; i++) ref += h[i], mag += fabs(h[i]);
+  ck_assert_msg(fabs(got - ref) <= 64 * 0x1p-24 * mag, "%s: %g vs %g", reduce->name, (double)got, ref);
+  int iters = 7, *count = dev_alloc(2 * sizeof(int)), hc[2];
+  void *bargs[] = {&iters, &count};
+  launch_sync(barriers, 2, 192, 0, bargs);
+  OK(gp_memcpy(hc, count, sizeof hc));
+  ck_assert_int_eq(hc[0], 192);
+  ck_assert_int_eq(hc[1], 192);
+  launch_sync(empty, 1, 1, 0, NULL);
+  OK(gp_free(a));
+  OK(gp_free(x));
+  OK(gp_free(b));
+  OK(gp_free(y));
+  OK(gp_free(sum));
+  OK(gp_free(all));
+  OK(gp_free(count));
+  free(h);
+}
+
+START_TEST(library_bench_kernels) {
+  NEED_DEVICE();
+  bench_kernels_check(GP_KERNEL_REF(gp__bench_vadd), GP_KERNEL_REF(gp__bench_fma_gelu), GP_KERNEL_REF(gp__bench_reduce),
+                      GP_KERNEL_REF(gp__bench_barriers), GP_KERNEL_REF(gp__bench_empty));
+#ifdef GP_BUILD_CPU
+  bench_kernels_check(GP_KERNEL_REF(gp__bench_vadd_w64), GP_KERNEL_REF(gp__bench_fma_gelu_w64),
+                      GP_KERNEL_REF(gp__bench_reduce_w64), GP_KERNEL_REF(gp__bench_barriers_w64),
+                      GP_KERNEL_REF(gp__bench_empty_w64));
+#endif
+}
+END_TEST
+
+#ifdef GP_BUILD_CPU
+/* The "at width 64" test cases run the same tests in a child process with
+ * GP_CPU_WARP_SIZE=64, where every kernel of kt_basic.cu runs its width-64 build. */
+static void width64_setup(void) { setenv("GP_CPU_WARP_SIZE", "64", 1); }
+
+START_TEST(width64_runs_the_w64_builds) {
+  gp_kernel_t k32[] = {GP_KERNEL_REF(kt_vadd), GP_KERNEL_REF(kt_index3d), GP_KERNEL_REF(kt_reduce_static),
+                       GP_KERNEL_REF(kt_reduce_dynamic), GP_KERNEL_REF(kt_atomics), GP_KERNEL_REF(kt_fault),
+                       GP_KERNEL_REF(kt_divergent), GP_KERNEL_REF(kt_sync_ops), GP_KERNEL_REF(kt_barriers)};
+  gp_kernel_t k64[] = {GP_KERNEL_REF(kt_vadd_w64), GP_KERNEL_REF(kt_index3d_w64), GP_KERNEL_REF(kt_reduce_static_w64),
+                       GP_KERNEL_REF(kt_reduce_dynamic_w64), GP_KERNEL_REF(kt_atomics_w64), GP_KERNEL_REF(kt_fault_w64),
+                       GP_KERNEL_REF(kt_divergent_w64), GP_KERNEL_REF(kt_sync_ops_w64), GP_KERNEL_REF(kt_barriers_w64)};
+  for (size_t i = 0; i < sizeof k32 / sizeof k32[0]; i++) {
+    ck_assert_int_eq(k64[i]->warp_size, 64);
+    ck_assert_msg(gp__cpu_kernel_for_width(k32[i]) == k64[i], "%s does not run its width-64 build", k32[i]->name);
+  }
+}
+END_TEST
+#endif
+
 static Suite *kernel_suite(void) {
   Suite *s = suite_create("kernel");
   TCase *tc = tcase_create("dialect");
@@ -646,8 +770,10 @@ static Suite *kernel_suite(void) {
 #ifdef GP_BUILD_CPU
   tcase_add_test(tc, warp_ops_width_64);
   tcase_add_test(tc, partial_warps);
+  tcase_add_test(tc, whole_program_width_64);
 #endif
   tcase_add_test(tc, hardcoded_32_lanes_breaks_at_64);
+  tcase_add_test(tc, library_bench_kernels);
   suite_add_tcase(s, tc);
   TCase *tf = tcase_create("faults");
   tcase_set_timeout(tf, 60);
@@ -666,6 +792,28 @@ static Suite *kernel_suite(void) {
   tcase_add_exit_test(te, shared_overflow_caught, 1);
 #endif
   suite_add_tcase(s, te);
+  /* The width-independent tests again with every kernel at width 64 (fork mode only:
+   * each test is a fresh process that reads GP_CPU_WARP_SIZE). */
+  if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
+    TCase *t64 = tcase_create("dialect at width 64");
+    tcase_set_timeout(t64, 60);
+    tcase_add_checked_fixture(t64, width64_setup, NULL);
+    tcase_add_test(t64, width64_runs_the_w64_builds);
+    tcase_add_test(t64, vector_add_non_multiple);
+    tcase_add_test(t64, indices_3d);
+    tcase_add_test(t64, shared_static_reduction);
+    tcase_add_test(t64, shared_dynamic_reduction);
+    tcase_add_test(t64, atomics_many_threads);
+    tcase_add_test(t64, syncthreads_count_and_or);
+    tcase_add_test(t64, barriers_full_block);
+    tcase_add_test(t64, trap_fails_launch);
+    tcase_add_test(t64, assert_fails_launch);
+    tcase_add_test(t64, divergent_barrier_reported);
+#if defined(__SANITIZE_ADDRESS__)
+    tcase_add_exit_test(t64, shared_overflow_caught, 1);
+#endif
+    suite_add_tcase(s, t64);
+  }
 #endif
   return s;
 }

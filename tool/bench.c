@@ -1,7 +1,8 @@
 /*
  * bench.c - `gpuport bench gemm|attention|memcpy|launch`: throughput at model shapes, and
- * the cost of a kernel launch, plain and replayed from a graph (`bench embed`, a whole
- * model end to end, lives in embed.c).
+ * the cost of a kernel launch (tool/bench_launch.c: what running a dialect kernel costs,
+ * and a chain of kernels launched one by one and replayed as a graph; `bench embed`, a
+ * whole model end to end, lives in embed.c).
  *
  * Each figure is the median of --iters timed runs after --warmup untimed ones; every
  * run is bracketed by events on the stream that does the work, so host overhead
@@ -16,9 +17,8 @@
  * (hipBLASLt is not in Debian's ROCm 5.2) the column says why. On the hip backend the
  * attention table has hipBLASLt in the same column: the two batched GEMMs of the
  * forward's dense FLOPs (S = K Q^T, O^T = V^T S over batch x heads, without softmax or
- * mask: the GEMM work alone). launch reports microseconds per kernel of a
- * chain of small dependent kernels on one stream, enqueued one by one and replayed as
- * one graph (gpuport/graph.h), timed on the host from the first enqueue to the end of
+ * mask: the GEMM work alone).
+ * launch (tool/bench_launch.c) is timed on the host, from the first enqueue to the end of
  * the stream synchronisation (launch cost is host time).
  */
 #include "tool.h"
@@ -450,91 +450,10 @@ out:
   return rc;
 }
 
-/* ---- launch: plain launches against graph replay ------------------------------------------- */
-
-GP_KERNEL_DECLARE(gp_bench_increment);
-
-typedef struct chain_ctx {
-  int64_t kernels;
-  int n;
-  float *x;
-  gp_graph_exec_t exec;
-} chain_ctx_t;
-
-static gp_status_t run_chain(void *p, gp_stream_t s) {
-  chain_ctx_t *c = p;
-  void *args[] = {&c->n, &c->x};
-  for (int64_t i = 0; i < c->kernels; i++) {
-    gp_status_t st = gp_launch(GP_KERNEL_REF(gp_bench_increment), gp_dim3(1, 1, 1),
-                               gp_dim3((unsigned)c->n, 1, 1), 0, s, args);
-    if (st != GP_SUCCESS) return st;
-  }
-  return GP_SUCCESS;
-}
-
-static gp_status_t run_graph(void *p, gp_stream_t s) { return gp_graph_launch(((chain_ctx_t *)p)->exec, s); }
-
-/* Launch cost is paid on the host: each run is timed by the host clock, from the first
- * enqueue to the return of the stream synchronisation. *median_ms as time_runs. */
-static gp_status_t time_wall(const bench_opts_t *o, enqueue_fn fn, void *ctx, gp_stream_t s,
-                             double *median_ms) {
-  gp_status_t st = GP_SUCCESS;
-  double *ms = calloc((size_t)o->iters, sizeof(double));
-  if (!ms) return GP_ERROR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < o->warmup + o->iters && st == GP_SUCCESS; i++) {
-    double t0 = tool_now_ms();
-    if ((st = fn(ctx, s)) == GP_SUCCESS) st = gp_stream_synchronize(s);
-    if (i >= o->warmup) ms[i - o->warmup] = tool_now_ms() - t0;
-  }
-  if (st == GP_SUCCESS) *median_ms = tool_median(ms, (int)o->iters);
-  free(ms);
-  return st;
-}
-
-/* Every element was incremented once per kernel run: the chain ran, completely. */
-static int check_chain(const chain_ctx_t *c, double runs) {
-  float h[256];
-  if (gp_memcpy(h, c->x, (size_t)c->n * sizeof(float)) != GP_SUCCESS) return 1;
-  for (int i = 0; i < c->n; i++)
-    if ((double)h[i] != runs) {
-      fprintf(stderr, "gpuport bench launch: x[%d] is %g after %.0f kernel runs\n", i, (double)h[i], runs);
-      return 1;
-    }
-  return 0;
-}
+/* ---- launch (tool/bench_launch.c) --------------------------------------------------------- */
 
 static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
-  chain_ctx_t c = {o->kernels > 0 ? o->kernels : 1000, 256, NULL, NULL};
-  gp_graph_t g = NULL;
-  int rc = 0;
-  double ms = 0, runs = 0;
-  char shape[64];
-  TOOL_TRY(gp_malloc((void **)&c.x, (size_t)c.n * sizeof(float)));
-  TOOL_TRY(gp_memset(c.x, 0, (size_t)c.n * sizeof(float)));
-  snprintf(shape, sizeof shape, "chain of %lld, plain launches", (long long)c.kernels);
-  TOOL_TRY(time_wall(o, run_chain, &c, s, &ms));
-  runs += (double)(o->warmup + o->iters) * (double)c.kernels;
-  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0, NULL);
-  double t0 = tool_now_ms();
-  TOOL_TRY(gp_stream_begin_capture(s, GP_CAPTURE_MODE_GLOBAL));
-  gp_status_t cst = run_chain(&c, s);
-  gp_status_t est = gp_stream_end_capture(s, &g); /* ends the capture even when cst failed */
-  TOOL_TRY(cst);
-  TOOL_TRY(est);
-  TOOL_TRY(gp_graph_instantiate(&c.exec, g));
-  double build_ms = tool_now_ms() - t0;
-  snprintf(shape, sizeof shape, "chain of %lld, graph replay", (long long)c.kernels);
-  TOOL_TRY(time_wall(o, run_graph, &c, s, &ms));
-  runs += (double)(o->warmup + o->iters) * (double)c.kernels;
-  result(o, "launch", shape, "f32", ms, "us_per_kernel", ms * 1e3 / (double)c.kernels, 0, 0, NULL);
-  if (!o->json)
-    printf("           (capture and instantiation of the graph, once: %.3f ms)\n", build_ms);
-  rc = check_chain(&c, runs);
-out:
-  gp_graph_exec_destroy(c.exec);
-  gp_graph_destroy(g);
-  gp_free(c.x);
-  return rc;
+  return tool_bench_launch(o->iters, o->warmup, o->json, o->kernels > 0 ? o->kernels : 1000, s);
 }
 
 /* ---- command line ----------------------------------------------------------------------- */
@@ -557,7 +476,10 @@ static const char bench_usage[] =
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU); on the hip backend beside\n"
     "             hipBLASLt's two batched GEMMs of the same FLOPs (when installed)\n"
     "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
-    "  launch:    --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
+    "  launch:    dialect kernels against plain C loops over the same arrays: vector add and\n"
+    "             fma + erf-GELU over 2^24 floats, a shuffle/shared-memory reduction, the cost\n"
+    "             of __syncthreads (256 and 1024 threads), empty-kernel latency; then\n"
+    "             --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
     "             launched one by one and replayed as one graph (us per kernel)\n"
     "  embed:     all-MiniLM-L6-v2 sentences/s and tokens/s (see 'gpuport bench embed --help')\n";
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-GP_KERNEL_DECLARE(gp_bench_increment);
+GP_KERNEL_DECLARE(gp__bench_increment);
 
 static void count_run(void *p) { atomic_fetch_add((atomic_int *)p, 1); }
 
@@ -51,11 +51,11 @@ static void check_graph(st_ctx_t *c, const void *arg) {
   ST_TRY(c, gp_stream_wait_event(s1, fork));
   ST_TRY(c, gp_stream_wait_event(s2, fork));
   for (int i = 0; i < K1; i++)
-    ST_TRY(c, gp_launch(GP_KERNEL_REF(gp_bench_increment), gp_dim3(1, 1, 1), gp_dim3(N, 1, 1), 0,
+    ST_TRY(c, gp_launch(GP_KERNEL_REF(gp__bench_increment), gp_dim3(1, 1, 1), gp_dim3(N, 1, 1), 0,
                         s1, args_a));
   ST_TRY(c, gp_memcpy_async(b, in, N * 4, s2));
   for (int i = 0; i < K2; i++)
-    ST_TRY(c, gp_launch(GP_KERNEL_REF(gp_bench_increment), gp_dim3(1, 1, 1), gp_dim3(N, 1, 1), 0,
+    ST_TRY(c, gp_launch(GP_KERNEL_REF(gp__bench_increment), gp_dim3(1, 1, 1), gp_dim3(N, 1, 1), 0,
                         s2, args_b));
   ST_TRY(c, gp_event_record(j1, s1));
   ST_TRY(c, gp_event_record(j2, s2));

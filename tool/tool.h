@@ -18,6 +18,9 @@ int tool_bench(int argc, char **argv);
 int tool_demo(int argc, char **argv);
 int tool_embed(int argc, char **argv);       /* embed.c: all-MiniLM-L6-v2 embeddings */
 int tool_bench_embed(int argc, char **argv); /* embed.c: `bench embed` (argv[1] is "embed") */
+/* `gpuport bench launch` (tool/bench_launch.c), called by tool_bench with its options;
+ * kernels: the length of the chain replayed as a graph. */
+int tool_bench_launch(int64_t iters, int64_t warmup, bool json, int64_t kernels, gp_stream_t s);
 /* `gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast`: argv[1] names the
  * collective; returns -1 when it names none of them (another benchmark). */
 int tool_bench_comm(int argc, char **argv);

@@ -1,7 +1,7 @@
 /*
  * kernels.cu - the dialect kernels of the MiniLM encoder (everything that is not a GEMM
  * or attention). Built for every backend, and on the CPU a second time at warp width 64
- * (kernels_w64.cu). Activations are f32 or bf16 (`dt` is a gp_dtype_t value); every
+ * (the Makefile's W64_FLAGS: descriptors suffixed _w64). Activations are f32 or bf16 (`dt` is a gp_dtype_t value); every
  * kernel computes in f32. Rows are packed tokens: sequence b owns rows cu[b] .. cu[b+1]-1.
  *
  * Decomposition: MINILM_THREADS threads a block (4 warps at width 32, 2 at width 64).

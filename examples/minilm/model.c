@@ -308,7 +308,14 @@ static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
       GP_KERNEL_REF(minilm_k_embed_w64), GP_KERNEL_REF(minilm_k_layernorm_w64),
       GP_KERNEL_REF(minilm_k_bias_act_w64), GP_KERNEL_REF(minilm_k_mean_pool_w64),
       GP_KERNEL_REF(minilm_k_l2_normalize_w64)};
-  for (int i = 0; i < K_COUNT; i++) m->k[i] = m->opt.warp64 ? k64[i] : k32[i];
+  /* With GP_CPU_WARP_SIZE=64 the device reports a warp of 64 and the executor runs the
+   * width-64 build of every kernel launched: size the grids for it. */
+  int dev = 0, warp64 = m->opt.warp64;
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  if (gp_device_get(&dev) == GP_SUCCESS && gp_device_get_props(&p, dev) == GP_SUCCESS && p.warp_size == 64)
+    warp64 = 1;
+  for (int i = 0; i < K_COUNT; i++) m->k[i] = warp64 ? k64[i] : k32[i];
   (void)err, (void)errlen;
 #else
   if (m->opt.warp64) {

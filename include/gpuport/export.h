@@ -7,7 +7,9 @@
 
 /* NVRTC and hipRTC (gp_program_compile on CUDA and HIP) compile a dialect source without
  * the C library's headers: the gpuport headers include none there and take the
- * fixed-width types from here (hipRTC predefines the 32- and 64-bit ones). */
+ * fixed-width types from here (hipRTC predefines the 32- and 64-bit ones, but neither
+ * compiler has uintptr_t, which code shared by every target, such as the f16 and bf16
+ * atomics of gpuport/kernel.h, uses). */
 #if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
 /** @cond GP_INTERNAL */
 #define GP__RTC 1
@@ -20,6 +22,9 @@ typedef unsigned int uint32_t;
 typedef signed int int32_t;
 typedef unsigned long long uint64_t;
 typedef signed long long int64_t;
+typedef unsigned long long uintptr_t; /* 64-bit device addresses */
+#else
+typedef __UINTPTR_TYPE__ uintptr_t; /* clang's own, as its <stdint.h> defines it */
 #endif
 #ifndef INT32_MIN
 #define INT32_MIN (-2147483647 - 1)

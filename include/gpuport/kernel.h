@@ -33,10 +33,26 @@
  *   `printf`, `assert`, `__trap()`, `__restrict__`, `__forceinline__`,
  *   `__launch_bounds__`.
  * - Shared memory: `GP_SHARED(type, name, dims)` and `GP_DYNAMIC_SHARED(type, name)`.
+ * - Device variables: `__constant__` and `__device__` variables, named from host code
+ *   through `GP_SYMBOL_EXPORT(name)` (gp_memcpy_to_symbol(), gp_memcpy_from_symbol()).
  * - Warp operations whose width is `GP_WARP_SIZE`: `gp_lane_id`, `gp_warp_id`,
- *   `gp_shfl`, `gp_shfl_xor`, `gp_shfl_up`, `gp_shfl_down`, `gp_ballot`, `gp_any`,
- *   `gp_all`, `gp_syncwarp`, `gp_warp_reduce_sum/max/min`.
+ *   `gp_shfl`, `gp_shfl_xor`, `gp_shfl_up`, `gp_shfl_down` (each with an optional
+ *   `width`, a power of two), `gp_ballot` (64-bit `gp_lane_mask_t`), `gp_any`, `gp_all`,
+ *   `gp_syncwarp`, `gp_warp_reduce_sum/max/min`; their masked forms `gp_shfl_sync`,
+ *   `gp_shfl_xor_sync`, `gp_shfl_up_sync`, `gp_shfl_down_sync`, `gp_ballot_sync`,
+ *   `gp_any_sync`, `gp_all_sync`, `gp_syncwarp_mask`, and `gp_active_mask`,
+ *   `GP_FULL_MASK`. The maskless forms take every live lane (lanes that exited are
+ *   excused, as with CUDA's full mask); a masked form takes exactly the lanes of its
+ *   mask, each of which must call it with the same mask. CUDA's spellings
+ *   (`__shfl_sync`, `__ballot_sync`, `__syncwarp`, `__activemask`, ...) compile on every
+ *   target, with 64-bit masks on the CPU and HIP.
+ * - `gp_grid_sync()` in kernels launched with gp_launch_ex() and cooperative = 1.
+ * - Atomics on `gp_f16_t` and `gp_bf16_t`: `atomicAdd`, `atomicMax`, `atomicMin`,
+ *   `atomicExch` (one rounding to nearest even, as the GPUs' half atomics).
  * - Half conversions of gpuport/types.h (`gp_f16_from_f32`, ...).
+ * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
+ *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
+ *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
  *
  * CPU notes: a plain `__shared__` variable becomes a thread-local there (one copy per
  * OS worker, shared by the fibers of a block, kept from block to block), and
@@ -48,7 +64,10 @@
  * (which aborts the process); include it first. CUDA's `extern __shared__ T s[];`
  * does not compile there: use GP_DYNAMIC_SHARED. `GP_HOST_DEVICE` functions defined in
  * a dialect source should be `static`, so that a second build at another warp width
- * links. Warp operations always involve the whole warp (CUDA's full mask).
+ * links. On the CPU the executor runs every kernel it can at warp width 64 when
+ * `GP_CPU_WARP_SIZE=64` and the program also has the kernel's width-64 build
+ * (docs/LAUNCH_ABI.md); faults (trap, assert, divergent barriers, bad warp masks, stack
+ * overflow, wild pointers) fail the launch with GP_ERROR_LAUNCH_FAILED.
  *
  * Included from C (the CPU library itself), this header declares only the CPU
  * executor ABI (docs/LAUNCH_ABI.md).
@@ -108,8 +127,8 @@ typedef struct gp__cpu_warp_xchg {
   uint64_t val[64]; /* lane l's value (bits), valid where active */
 } gp__cpu_warp_xchg_t;
 
-/** Barrier flavours of gp__cpu_barrier(). */
-enum { GP__CPU_BAR_SYNC = 0, GP__CPU_BAR_COUNT = 1, GP__CPU_BAR_AND = 2, GP__CPU_BAR_OR = 3 };
+/** Barrier flavours of gp__cpu_barrier() (GRID: the block's part of gp_grid_sync). */
+enum { GP__CPU_BAR_SYNC = 0, GP__CPU_BAR_COUNT = 1, GP__CPU_BAR_AND = 2, GP__CPU_BAR_OR = 3, GP__CPU_BAR_GRID = 4 };
 
 #if defined(__GNUC__) || defined(__clang__)
 #define GP__CPU_TLS_MODEL __attribute__((tls_model("initial-exec")))
@@ -133,6 +152,19 @@ GP_API void *gp__cpu_shared_slot(size_t bytes, size_t align, const char *key);
 GP_API GP__NORETURN void gp__cpu_trap(const char *file, int line);
 GP_API GP__NORETURN void gp__cpu_assert_fail(const char *expr, const char *file, int line,
                                              const char *func);
+/* Additions of ABI version 1 (a kernel using them needs a library that has them): */
+/* A warp operation of exactly the lanes in mask, each of which must arrive with it. */
+GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync_mask(uint64_t mask, uint64_t v, const char *file,
+                                                         int line);
+/* Ends the calling GPU thread and fails the launch with the formatted reason. */
+GP_API GP__NORETURN void gp__cpu_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* gp_grid_sync(): the block's barrier, then the grid's (cooperative launches). */
+GP_API void gp__cpu_grid_sync(const char *file, int line);
+/* Called when a kernel's object is loaded / unloaded (GP_KERNEL_EXPORT): the executor
+ * finds a kernel's width-64 build by name when GP_CPU_WARP_SIZE=64. */
+GP_API int gp__cpu_kernel_register(const struct gp_kernel_s *k);
+GP_API void gp__cpu_kernel_unregister(const struct gp_kernel_s *k);
 /** @endcond */
 
 GP_EXTERN_C_END
@@ -157,6 +189,13 @@ GP_EXTERN_C_END
 
 #if defined(GP_TARGET_HIP)
 #include <hip/hip_runtime.h>
+#endif
+/* NVRTC and hipRTC have no cooperative groups header built in: gp_grid_sync() is for
+ * kernels built ahead of time. */
+#if defined(GP_TARGET_HIP) && !defined(GP__RTC)
+#include <hip/hip_cooperative_groups.h>
+#elif defined(GP_TARGET_CUDA) && !defined(GP__RTC)
+#include <cooperative_groups.h>
 #endif
 
 /* ---- warp width ------------------------------------------------------------------ */
@@ -187,7 +226,9 @@ typedef uint64_t gp_lane_mask_t;
 #define __device__
 #define __host__
 #define __global__
-#define __constant__
+/* An inline variable (C++17): `__constant__ T x;` and `static __constant__ T x;` both
+ * compile, and a second build of the source (another warp width) shares the variable. */
+#define __constant__ inline
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 /* A plain __shared__ variable: one per OS worker (see the file comment). */
@@ -249,12 +290,22 @@ template <typename... A> struct gp__ksig<void(A...)> {
  *        kernel's definition, at file scope.
  */
 #if defined(GP_TARGET_CPU)
+/** @cond GP_INTERNAL */
+/* Registers a CPU kernel with the executor while its object is loaded. */
+struct gp__kreg {
+  const struct gp_kernel_s *k;
+  explicit gp__kreg(const struct gp_kernel_s *p) : k(p) { (void)gp__cpu_kernel_register(p); }
+  ~gp__kreg() { gp__cpu_kernel_unregister(k); }
+};
+/** @endcond */
 #define GP_KERNEL_EXPORT(name)                                                              \
   extern "C" GP__KERNEL_VISIBLE const struct gp_kernel_s GP_KERNEL_SYMBOL(name) = {         \
       GP_KERNEL_MAGIC, GP_KERNEL_ABI_VERSION, #name, (int)GP_BACKEND_CPU, GP_WARP_SIZE,     \
       gp__ksig<decltype(name)>::count, gp__ksig<decltype(name)>::sizes, nullptr,            \
       &gp__ksig<decltype(name)>::run_block<name>, &gp__ksig<decltype(name)>::run_thread<name>, \
-      1024, 0u, {nullptr, nullptr, nullptr, nullptr}};
+      1024, 0u, {nullptr, nullptr, nullptr, nullptr}};                                      \
+  static const gp__kreg GP__CAT(gp__kreg_, GP_KERNEL_SYMBOL(name))(&GP_KERNEL_SYMBOL(name));
+#define GP__KBACKEND GP_BACKEND_CPU
 #elif defined(GP__RTC)
 /* Under NVRTC and hipRTC there is no host side: the module's kernels are found by name. */
 #define GP_KERNEL_EXPORT(name)
@@ -270,6 +321,29 @@ template <typename... A> struct gp__ksig<void(A...)> {
       gp__ksig<decltype(name)>::count, gp__ksig<decltype(name)>::sizes,                     \
       (const void *)name, nullptr, nullptr, 1024, 0u, {nullptr, nullptr, nullptr, nullptr}};
 #endif
+
+/**
+ * @brief Emits the descriptor of device variable @p name (a `__constant__` or file-scope
+ *        `__device__` variable defined above it in this source), GP_SYMBOL_SYMBOL(name),
+ *        for gp_memcpy_to_symbol() and gp_memcpy_from_symbol() from host code:
+ * @code
+ * __constant__ float coeffs[16];
+ * GP_SYMBOL_EXPORT(coeffs)
+ * // host (C): GP_SYMBOL_DECLARE(coeffs);  gp_memcpy_to_symbol(GP_SYMBOL_REF(coeffs), h, sizeof h, 0);
+ * @endcode
+ *        On the CPU a `__constant__` variable is an inline variable, one for every warp
+ *        width the source is built at; a `__device__` variable in a source built at two
+ *        widths must be `static` (each build then has its own).
+ */
+#if defined(GP__RTC) && !defined(GP_TARGET_CPU)
+#define GP_SYMBOL_EXPORT(name)
+#else
+#define GP_SYMBOL_EXPORT(name)                                                              \
+  extern "C" GP__KERNEL_VISIBLE const struct gp_symbol_s GP_SYMBOL_SYMBOL(name) = {         \
+      GP_SYMBOL_MAGIC, GP_KERNEL_ABI_VERSION, #name, (int)GP__KBACKEND, 0,                  \
+      (uint64_t)sizeof(name), (const void *)&(name), {nullptr, nullptr}};
+#endif
+
 
 /* ---- shared memory ------------------------------------------------------------------ */
 /**
@@ -539,24 +613,35 @@ static inline T gp__lane_value(const gp__cpu_warp_xchg_t *x, unsigned src, const
   }
   return gp__from_bits<T>(x->val[src]);
 }
-template <typename T> static inline T gp__shfl_idx(T v, int src, const char *file, int line) {
-  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(gp__to_bits(v), file, line);
-  return gp__lane_value<T>(x, (unsigned)src & (GP_WARP_SIZE - 1), file, line);
+/* The exchange of a warp operation: every live lane (mask 0, the maskless forms), or
+ * exactly the lanes of mask (the _sync forms). */
+static inline const gp__cpu_warp_xchg_t *gp__warp_xchg(gp_lane_mask_t mask, uint64_t v, const char *file,
+                                                        int line) {
+  return mask ? gp__cpu_warp_sync_mask(mask, v, file, line) : gp__cpu_warp_sync(v, file, line);
 }
-template <typename T> static inline T gp__shfl_xor(T v, int mask, const char *file, int line) {
-  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(gp__to_bits(v), file, line);
-  unsigned src = gp_lane_id() ^ (unsigned)mask;
-  return src < GP_WARP_SIZE ? gp__lane_value<T>(x, src, file, line) : v;
-}
-template <typename T> static inline T gp__shfl_up(T v, unsigned delta, const char *file, int line) {
-  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(gp__to_bits(v), file, line);
-  unsigned lane = gp_lane_id();
-  return lane >= delta ? gp__lane_value<T>(x, lane - delta, file, line) : v;
-}
-template <typename T> static inline T gp__shfl_down(T v, unsigned delta, const char *file, int line) {
-  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(gp__to_bits(v), file, line);
-  unsigned src = gp_lane_id() + delta;
-  return (delta < GP_WARP_SIZE && src < GP_WARP_SIZE) ? gp__lane_value<T>(x, src, file, line) : v;
+enum { GP__SHFL_IDX, GP__SHFL_UP, GP__SHFL_DOWN, GP__SHFL_XOR };
+/* A shuffle with PTX's shfl.sync rules (the HIP functions compute the same): the warp
+ * is cut into groups of width lanes; idx reads lane (arg mod width) of the caller's
+ * group, up/down read arg lanes below/above within the group, xor reads lane ^ arg,
+ * which may lie in an earlier group but not a later one (HIP's rule for arg >= the
+ * warp width; NVIDIA keeps its low 5 bits). A source outside these bounds gives the
+ * caller's own value; width must be a power of two no larger than the warp. */
+template <typename T>
+static inline T gp__shfl(gp_lane_mask_t mask, T v, int kind, unsigned arg, int width, const char *file,
+                         int line) {
+  if (__builtin_expect(width <= 0 || width > GP_WARP_SIZE || (width & (width - 1)) != 0, 0))
+    gp__cpu_fail(file, line, "shuffle width %d is not a power of two in 1..%d", width, GP_WARP_SIZE);
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, gp__to_bits(v), file, line);
+  const unsigned l = gp_lane_id(), w = (unsigned)width, seg = l & ~(w - 1u);
+  unsigned j = l;
+  bool ok;
+  switch (kind) {
+  case GP__SHFL_IDX: j = seg | (arg & (w - 1u)); ok = true; break;
+  case GP__SHFL_UP: j = l - arg; ok = arg <= l - seg; break;
+  case GP__SHFL_DOWN: j = l + arg; ok = arg < w && (l - seg) + arg < w; break;
+  default: j = l ^ arg; ok = j < seg + w; break;
+  }
+  return ok ? gp__lane_value<T>(x, j, file, line) : v;
 }
 /* The GPU's butterfly (shfl_xor with offsets W/2 .. 1) gives every lane the same
  * value, that of this tree in this order; lanes that did not take part count as id. */
@@ -574,40 +659,110 @@ static inline float gp__addf(float a, float b) { return a + b; }
 static inline int gp__addi(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 static inline int gp__maxi(int a, int b) { return a > b ? a : b; }
 static inline int gp__mini(int a, int b) { return a < b ? a : b; }
-/** @endcond */
-
-#define GP__SITE const char *file = __builtin_FILE(), int line = __builtin_LINE()
-#define GP__SHFL_OVERLOADS(T)                                                              \
-  static inline T gp_shfl(T v, int src_lane, GP__SITE) { return gp__shfl_idx<T>(v, src_lane, file, line); } \
-  static inline T gp_shfl_xor(T v, int lane_mask, GP__SITE) { return gp__shfl_xor<T>(v, lane_mask, file, line); } \
-  static inline T gp_shfl_up(T v, unsigned delta, GP__SITE) { return gp__shfl_up<T>(v, delta, file, line); } \
-  static inline T gp_shfl_down(T v, unsigned delta, GP__SITE) { return gp__shfl_down<T>(v, delta, file, line); }
-GP__SHFL_OVERLOADS(float)
-GP__SHFL_OVERLOADS(int)
-GP__SHFL_OVERLOADS(unsigned)
-GP__SHFL_OVERLOADS(double)
-#undef GP__SHFL_OVERLOADS
-static inline gp_lane_mask_t gp_ballot(int pred, GP__SITE) {
-  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(pred != 0, file, line);
+static inline gp_lane_mask_t gp__ballot(gp_lane_mask_t mask, int pred, const char *file, int line) {
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, pred != 0, file, line);
   gp_lane_mask_t m = 0;
   for (unsigned l = 0; l < GP_WARP_SIZE; l++)
     if (((x->active >> l) & 1u) && x->val[l]) m |= (gp_lane_mask_t)1 << l;
   return m;
 }
-static inline int gp_any(int pred, GP__SITE) { return gp_ballot(pred, file, line) != 0; }
-static inline int gp_all(int pred, GP__SITE) {
-  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync(pred != 0, file, line);
+static inline int gp__all(gp_lane_mask_t mask, int pred, const char *file, int line) {
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, pred != 0, file, line);
   for (unsigned l = 0; l < GP_WARP_SIZE; l++)
     if (((x->active >> l) & 1u) && !x->val[l]) return 0;
   return 1;
 }
+/** @endcond */
+
+/** @brief Every lane of a warp at this build's width (what CUDA's 0xffffffff means). */
+#define GP_FULL_MASK (GP_WARP_SIZE == 64 ? ~(gp_lane_mask_t)0 : (gp_lane_mask_t)0xffffffffu)
+
+#define GP__SITE const char *file = __builtin_FILE(), int line = __builtin_LINE()
+/* Shuffles of every live lane, and of the lanes of a mask (the _sync forms). */
+#define GP__SHFL_OVERLOADS(T)                                                              \
+  static inline T gp_shfl(T v, int src_lane, int width = GP_WARP_SIZE, GP__SITE) {         \
+    return gp__shfl<T>(0, v, GP__SHFL_IDX, (unsigned)src_lane, width, file, line);         \
+  }                                                                                        \
+  static inline T gp_shfl_xor(T v, int lane_mask, int width = GP_WARP_SIZE, GP__SITE) {    \
+    return gp__shfl<T>(0, v, GP__SHFL_XOR, (unsigned)lane_mask, width, file, line);        \
+  }                                                                                        \
+  static inline T gp_shfl_up(T v, unsigned delta, int width = GP_WARP_SIZE, GP__SITE) {    \
+    return gp__shfl<T>(0, v, GP__SHFL_UP, delta, width, file, line);                       \
+  }                                                                                        \
+  static inline T gp_shfl_down(T v, unsigned delta, int width = GP_WARP_SIZE, GP__SITE) {  \
+    return gp__shfl<T>(0, v, GP__SHFL_DOWN, delta, width, file, line);                     \
+  }                                                                                        \
+  static inline T gp_shfl_sync(gp_lane_mask_t mask, T v, int src_lane, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_IDX, (unsigned)src_lane, width, file, line);      \
+  }                                                                                        \
+  static inline T gp_shfl_xor_sync(gp_lane_mask_t mask, T v, int lane_mask, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_XOR, (unsigned)lane_mask, width, file, line);     \
+  }                                                                                        \
+  static inline T gp_shfl_up_sync(gp_lane_mask_t mask, T v, unsigned delta, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_UP, delta, width, file, line);                    \
+  }                                                                                        \
+  static inline T gp_shfl_down_sync(gp_lane_mask_t mask, T v, unsigned delta, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_DOWN, delta, width, file, line);                  \
+  }                                                                                        \
+  static inline T __shfl_sync(gp_lane_mask_t mask, T v, int src_lane, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_IDX, (unsigned)src_lane, width, file, line);      \
+  }                                                                                        \
+  static inline T __shfl_xor_sync(gp_lane_mask_t mask, T v, int lane_mask, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_XOR, (unsigned)lane_mask, width, file, line);     \
+  }                                                                                        \
+  static inline T __shfl_up_sync(gp_lane_mask_t mask, T v, unsigned delta, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_UP, delta, width, file, line);                    \
+  }                                                                                        \
+  static inline T __shfl_down_sync(gp_lane_mask_t mask, T v, unsigned delta, int width = GP_WARP_SIZE, GP__SITE) { \
+    return gp__shfl<T>(mask, v, GP__SHFL_DOWN, delta, width, file, line);                  \
+  }
+GP__SHFL_OVERLOADS(float)
+GP__SHFL_OVERLOADS(int)
+GP__SHFL_OVERLOADS(unsigned)
+GP__SHFL_OVERLOADS(long)
+GP__SHFL_OVERLOADS(unsigned long)
+GP__SHFL_OVERLOADS(long long)
+GP__SHFL_OVERLOADS(unsigned long long)
+GP__SHFL_OVERLOADS(double)
+#undef GP__SHFL_OVERLOADS
+static inline gp_lane_mask_t gp_ballot(int pred, GP__SITE) { return gp__ballot(0, pred, file, line); }
+static inline int gp_any(int pred, GP__SITE) { return gp__ballot(0, pred, file, line) != 0; }
+static inline int gp_all(int pred, GP__SITE) { return gp__all(0, pred, file, line); }
 static inline void gp_syncwarp(GP__SITE) { (void)gp__cpu_warp_sync(0, file, line); }
+static inline gp_lane_mask_t gp_ballot_sync(gp_lane_mask_t mask, int pred, GP__SITE) {
+  return gp__ballot(mask, pred, file, line);
+}
+static inline int gp_any_sync(gp_lane_mask_t mask, int pred, GP__SITE) {
+  return gp__ballot(mask, pred, file, line) != 0;
+}
+static inline int gp_all_sync(gp_lane_mask_t mask, int pred, GP__SITE) { return gp__all(mask, pred, file, line); }
+static inline void gp_syncwarp_mask(gp_lane_mask_t mask, GP__SITE) {
+  (void)gp__cpu_warp_sync_mask(mask, 0, file, line);
+}
+/* The lanes executing together: on the CPU a rendezvous of the live lanes (a lane that
+ * asks alone while the others wait at a barrier is reported as a divergence). */
+static inline gp_lane_mask_t gp_active_mask(GP__SITE) { return gp__cpu_warp_sync(0, file, line)->active; }
+/* CUDA spellings of the voting functions, with 64-bit masks and results. */
+static inline gp_lane_mask_t __ballot_sync(gp_lane_mask_t mask, int pred, GP__SITE) {
+  return gp__ballot(mask, pred, file, line);
+}
+static inline int __any_sync(gp_lane_mask_t mask, int pred, GP__SITE) { return gp__ballot(mask, pred, file, line) != 0; }
+static inline int __all_sync(gp_lane_mask_t mask, int pred, GP__SITE) { return gp__all(mask, pred, file, line); }
+static inline void __syncwarp(gp_lane_mask_t mask = GP_FULL_MASK, GP__SITE) {
+  (void)gp__cpu_warp_sync_mask(mask, 0, file, line);
+}
+static inline gp_lane_mask_t __activemask(GP__SITE) { return gp__cpu_warp_sync(0, file, line)->active; }
 static inline float gp_warp_reduce_sum(float v, GP__SITE) { return gp__warp_tree<float>(v, 0.0f, gp__addf, file, line); }
 static inline float gp_warp_reduce_max(float v, GP__SITE) { return gp__warp_tree<float>(v, -INFINITY, fmaxf, file, line); }
 static inline float gp_warp_reduce_min(float v, GP__SITE) { return gp__warp_tree<float>(v, INFINITY, fminf, file, line); }
 static inline int gp_warp_reduce_sum(int v, GP__SITE) { return gp__warp_tree<int>(v, 0, gp__addi, file, line); }
 static inline int gp_warp_reduce_max(int v, GP__SITE) { return gp__warp_tree<int>(v, INT32_MIN, gp__maxi, file, line); }
 static inline int gp_warp_reduce_min(int v, GP__SITE) { return gp__warp_tree<int>(v, INT32_MAX, gp__mini, file, line); }
+
+/* ---- cooperative groups: the whole grid ------------------------------------------------ */
+/** @brief Barrier of every thread of the grid (cooperative_groups::this_grid().sync());
+ *         the kernel must be launched with gp_launch_ex() and cooperative = 1. */
+static inline void gp_grid_sync(GP__SITE) { gp__cpu_grid_sync(file, line); }
 #undef GP__SITE
 
 /* =================================================================================== */
@@ -626,23 +781,39 @@ static __device__ __forceinline__ unsigned gp__linear_tid(void) {
 static __device__ __forceinline__ unsigned gp_lane_id(void) { return gp__linear_tid() % GP_WARP_SIZE; }
 static __device__ __forceinline__ unsigned gp_warp_id(void) { return gp__linear_tid() / GP_WARP_SIZE; }
 
+/** @brief Every lane of a warp at this build's width (what CUDA's 0xffffffff means). */
+#define GP_FULL_MASK (GP_WARP_SIZE == 64 ? ~(gp_lane_mask_t)0 : (gp_lane_mask_t)0xffffffffu)
+
 #if defined(GP_TARGET_CUDA)
 #define GP__FULL 0xffffffffu
 #define GP__SHFL_OVERLOADS(T)                                                               \
-  static __device__ __forceinline__ T gp_shfl(T v, int src_lane) { return __shfl_sync(GP__FULL, v, src_lane, GP_WARP_SIZE); } \
-  static __device__ __forceinline__ T gp_shfl_xor(T v, int lane_mask) { return __shfl_xor_sync(GP__FULL, v, lane_mask, GP_WARP_SIZE); } \
-  static __device__ __forceinline__ T gp_shfl_up(T v, unsigned delta) { return __shfl_up_sync(GP__FULL, v, delta, GP_WARP_SIZE); } \
-  static __device__ __forceinline__ T gp_shfl_down(T v, unsigned delta) { return __shfl_down_sync(GP__FULL, v, delta, GP_WARP_SIZE); }
+  static __device__ __forceinline__ T gp_shfl(T v, int src_lane, int width = GP_WARP_SIZE) { return __shfl_sync(GP__FULL, v, src_lane, width); } \
+  static __device__ __forceinline__ T gp_shfl_xor(T v, int lane_mask, int width = GP_WARP_SIZE) { return __shfl_xor_sync(GP__FULL, v, lane_mask, width); } \
+  static __device__ __forceinline__ T gp_shfl_up(T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_up_sync(GP__FULL, v, delta, width); } \
+  static __device__ __forceinline__ T gp_shfl_down(T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_down_sync(GP__FULL, v, delta, width); } \
+  static __device__ __forceinline__ T gp_shfl_sync(gp_lane_mask_t m, T v, int src_lane, int width = GP_WARP_SIZE) { return __shfl_sync((unsigned)m, v, src_lane, width); } \
+  static __device__ __forceinline__ T gp_shfl_xor_sync(gp_lane_mask_t m, T v, int lane_mask, int width = GP_WARP_SIZE) { return __shfl_xor_sync((unsigned)m, v, lane_mask, width); } \
+  static __device__ __forceinline__ T gp_shfl_up_sync(gp_lane_mask_t m, T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_up_sync((unsigned)m, v, delta, width); } \
+  static __device__ __forceinline__ T gp_shfl_down_sync(gp_lane_mask_t m, T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_down_sync((unsigned)m, v, delta, width); }
 static __device__ __forceinline__ gp_lane_mask_t gp_ballot(int pred) { return (gp_lane_mask_t)__ballot_sync(GP__FULL, pred); }
 static __device__ __forceinline__ int gp_any(int pred) { return __any_sync(GP__FULL, pred); }
 static __device__ __forceinline__ int gp_all(int pred) { return __all_sync(GP__FULL, pred); }
 static __device__ __forceinline__ void gp_syncwarp(void) { __syncwarp(); }
-#else /* HIP */
+static __device__ __forceinline__ gp_lane_mask_t gp_ballot_sync(gp_lane_mask_t m, int pred) { return (gp_lane_mask_t)__ballot_sync((unsigned)m, pred); }
+static __device__ __forceinline__ int gp_any_sync(gp_lane_mask_t m, int pred) { return __any_sync((unsigned)m, pred); }
+static __device__ __forceinline__ int gp_all_sync(gp_lane_mask_t m, int pred) { return __all_sync((unsigned)m, pred); }
+static __device__ __forceinline__ void gp_syncwarp_mask(gp_lane_mask_t m) { __syncwarp((unsigned)m); }
+static __device__ __forceinline__ gp_lane_mask_t gp_active_mask(void) { return (gp_lane_mask_t)__activemask(); }
+#else /* HIP: a wavefront runs in lockstep, so a mask only selects lanes (ROCm 5 has no _sync forms) */
 #define GP__SHFL_OVERLOADS(T)                                                               \
-  static __device__ __forceinline__ T gp_shfl(T v, int src_lane) { return __shfl(v, src_lane, GP_WARP_SIZE); } \
-  static __device__ __forceinline__ T gp_shfl_xor(T v, int lane_mask) { return __shfl_xor(v, lane_mask, GP_WARP_SIZE); } \
-  static __device__ __forceinline__ T gp_shfl_up(T v, unsigned delta) { return __shfl_up(v, delta, GP_WARP_SIZE); } \
-  static __device__ __forceinline__ T gp_shfl_down(T v, unsigned delta) { return __shfl_down(v, delta, GP_WARP_SIZE); }
+  static __device__ __forceinline__ T gp_shfl(T v, int src_lane, int width = GP_WARP_SIZE) { return __shfl(v, src_lane, width); } \
+  static __device__ __forceinline__ T gp_shfl_xor(T v, int lane_mask, int width = GP_WARP_SIZE) { return __shfl_xor(v, lane_mask, width); } \
+  static __device__ __forceinline__ T gp_shfl_up(T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_up(v, delta, width); } \
+  static __device__ __forceinline__ T gp_shfl_down(T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_down(v, delta, width); } \
+  static __device__ __forceinline__ T gp_shfl_sync(gp_lane_mask_t, T v, int src_lane, int width = GP_WARP_SIZE) { return __shfl(v, src_lane, width); } \
+  static __device__ __forceinline__ T gp_shfl_xor_sync(gp_lane_mask_t, T v, int lane_mask, int width = GP_WARP_SIZE) { return __shfl_xor(v, lane_mask, width); } \
+  static __device__ __forceinline__ T gp_shfl_up_sync(gp_lane_mask_t, T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_up(v, delta, width); } \
+  static __device__ __forceinline__ T gp_shfl_down_sync(gp_lane_mask_t, T v, unsigned delta, int width = GP_WARP_SIZE) { return __shfl_down(v, delta, width); }
 static __device__ __forceinline__ gp_lane_mask_t gp_ballot(int pred) { return (gp_lane_mask_t)__ballot(pred); }
 static __device__ __forceinline__ int gp_any(int pred) { return __any(pred); }
 static __device__ __forceinline__ int gp_all(int pred) { return __all(pred); }
@@ -651,10 +822,30 @@ static __device__ __forceinline__ void gp_syncwarp(void) {
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
+static __device__ __forceinline__ gp_lane_mask_t gp_ballot_sync(gp_lane_mask_t m, int pred) { return (gp_lane_mask_t)__ballot(pred) & m; }
+static __device__ __forceinline__ int gp_any_sync(gp_lane_mask_t m, int pred) { return gp_ballot_sync(m, pred) != 0; }
+static __device__ __forceinline__ int gp_all_sync(gp_lane_mask_t m, int pred) { return gp_ballot_sync(m, !pred) == 0; }
+static __device__ __forceinline__ void gp_syncwarp_mask(gp_lane_mask_t) { gp_syncwarp(); }
+static __device__ __forceinline__ gp_lane_mask_t gp_active_mask(void) { return (gp_lane_mask_t)__ballot(1); }
+/* CUDA's warp-synchronous spellings, which ROCm 5 lacks (ROCm 6.2+ has them behind
+ * HIP_ENABLE_WARP_SYNC_BUILTINS; these shadow them). */
+#define __shfl_sync(m, ...) gp_shfl_sync((gp_lane_mask_t)(m), __VA_ARGS__)
+#define __shfl_xor_sync(m, ...) gp_shfl_xor_sync((gp_lane_mask_t)(m), __VA_ARGS__)
+#define __shfl_up_sync(m, ...) gp_shfl_up_sync((gp_lane_mask_t)(m), __VA_ARGS__)
+#define __shfl_down_sync(m, ...) gp_shfl_down_sync((gp_lane_mask_t)(m), __VA_ARGS__)
+#define __ballot_sync(m, p) gp_ballot_sync((gp_lane_mask_t)(m), (p))
+#define __any_sync(m, p) gp_any_sync((gp_lane_mask_t)(m), (p))
+#define __all_sync(m, p) gp_all_sync((gp_lane_mask_t)(m), (p))
+#define __syncwarp(...) gp_syncwarp()
+#define __activemask() gp_active_mask()
 #endif
 GP__SHFL_OVERLOADS(float)
 GP__SHFL_OVERLOADS(int)
 GP__SHFL_OVERLOADS(unsigned)
+GP__SHFL_OVERLOADS(long)
+GP__SHFL_OVERLOADS(unsigned long)
+GP__SHFL_OVERLOADS(long long)
+GP__SHFL_OVERLOADS(unsigned long long)
 GP__SHFL_OVERLOADS(double)
 #undef GP__SHFL_OVERLOADS
 
@@ -676,7 +867,109 @@ GP__WARP_REDUCE(gp_warp_reduce_max, int, v > w ? v : w)
 GP__WARP_REDUCE(gp_warp_reduce_min, int, v < w ? v : w)
 #undef GP__WARP_REDUCE
 
+/* ---- cooperative groups: the whole grid (not under runtime compilation) --------------- */
+#if !defined(GP__RTC)
+static __device__ __forceinline__ void gp_grid_sync(void) { cooperative_groups::this_grid().sync(); }
+#endif
+
 #endif /* targets */
+
+/* ---- atomics on gp_f16_t and gp_bf16_t (every target) ------------------------------------ */
+/* A compare-and-swap on the aligned 32-bit word holding the value, so they work on every
+ * target and architecture alike. The operation is done in binary32 and rounded once to
+ * nearest even: for sums of two binary16 (or bfloat16) values that is the correctly
+ * rounded result (binary32 has more than 2p + 2 bits), as the GPUs' half atomics give.
+ * Return the old value, as CUDA's atomics do. */
+/** @cond GP_INTERNAL */
+#if defined(GP_TARGET_CPU)
+#define GP__LOAD_WORD(w) __atomic_load_n((w), __ATOMIC_RELAXED)
+#else
+#define GP__LOAD_WORD(w) (*(volatile unsigned *)(w))
+#endif
+#define GP__AT16(fn, T, from, to, expr)                                                     \
+  GP_DEVICE T fn(T *p, T v) {                                                              \
+    unsigned *w = (unsigned *)((uintptr_t)p & ~(uintptr_t)3);                              \
+    const unsigned sh = (unsigned)((uintptr_t)p & 2u) * 8u;                                \
+    unsigned old = GP__LOAD_WORD(w), assumed;                                              \
+    T o;                                                                                   \
+    do {                                                                                   \
+      assumed = old;                                                                       \
+      o.bits = (uint16_t)(assumed >> sh);                                                  \
+      const float a = from(o), b = from(v);                                                \
+      (void)a;                                                                             \
+      (void)b;                                                                             \
+      const T r = (expr);                                                                  \
+      old = atomicCAS(w, assumed, (assumed & ~(0xffffu << sh)) | ((unsigned)r.bits << sh)); \
+    } while (old != assumed);                                                              \
+    return o;                                                                              \
+  }
+/** @endcond */
+GP__AT16(atomicAdd, gp_f16_t, gp_f32_from_f16, gp_f16_from_f32, gp_f16_from_f32(a + b))
+GP__AT16(atomicMax, gp_f16_t, gp_f32_from_f16, gp_f16_from_f32, gp_f16_from_f32(fmaxf(a, b)))
+GP__AT16(atomicMin, gp_f16_t, gp_f32_from_f16, gp_f16_from_f32, gp_f16_from_f32(fminf(a, b)))
+GP__AT16(atomicExch, gp_f16_t, gp_f32_from_f16, gp_f16_from_f32, v)
+GP__AT16(atomicAdd, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, gp_bf16_from_f32(a + b))
+GP__AT16(atomicMax, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, gp_bf16_from_f32(fmaxf(a, b)))
+GP__AT16(atomicMin, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, gp_bf16_from_f32(fminf(a, b)))
+GP__AT16(atomicExch, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, v)
+#undef GP__AT16
+#undef GP__LOAD_WORD
+
+/* ---- host side: launching from a dialect source (none under NVRTC and hipRTC) ------ */
+#if !defined(GP__RTC)
+/** @brief CUDA's dim3 (of a dialect source's host code) as a ::gp_dim3_t. */
+static inline gp_dim3_t gp_dim3_of(dim3 d) { return gp_dim3(d.x, d.y, d.z); }
+
+/**
+ * @brief cudaLaunchKernel's argument order with dim3 extents, for host code of a dialect
+ *        source (what gpuport-port writes for cudaLaunchKernel): gp_launch().
+ * @return as gp_launch().
+ */
+static inline gp_status_t gp_launch_dim3(gp_kernel_t kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+                                         gp_stream_t stream, void **args) {
+  return gp_launch(kernel, gp_dim3_of(grid), gp_dim3_of(block), dynamic_shared_bytes, stream, args);
+}
+
+/**
+ * @brief A cooperative launch (cudaLaunchCooperativeKernel) with dim3 extents, for host
+ *        code of a dialect source: gp_launch_ex() with cooperative = 1.
+ * @return as gp_launch_ex().
+ */
+static inline gp_status_t gp_launch_cooperative(gp_kernel_t kernel, dim3 grid, dim3 block,
+                                                size_t dynamic_shared_bytes, gp_stream_t stream, void **args) {
+  gp_launch_config_t c;
+  gp_launch_config_init(&c);
+  c.grid = gp_dim3_of(grid);
+  c.block = gp_dim3_of(block);
+  c.dynamic_shared_bytes = dynamic_shared_bytes;
+  c.stream = stream;
+  c.cooperative = 1;
+  return gp_launch_ex(kernel, &c, args);
+}
+
+/** @cond GP_INTERNAL */
+/* Host side of GP_LAUNCH: the arguments are converted to the kernel's parameter types
+ * (as `<<<>>>` does), then passed by address. */
+template <typename Sig> struct gp__klaunch;
+template <typename... A> struct gp__klaunch<void(A...)> {
+  static gp_status_t launch(gp_kernel_t k, dim3 grid, dim3 block, size_t shmem, gp_stream_t stream,
+                            A... a) {
+    void *p[sizeof...(A) + 1] = {((void *)&a)..., nullptr};
+    return gp_launch(k, gp_dim3(grid.x, grid.y, grid.z), gp_dim3(block.x, block.y, block.z), shmem,
+                     stream, p);
+  }
+};
+/** @endcond */
+/**
+ * @brief CUDA's `kernel<<<grid, block, shmem, stream>>>(args...)` in host code of a dialect
+ *        source, below the kernel's GP_KERNEL_EXPORT: `GP_LAUNCH(saxpy, blocks, 256, 0,
+ *        NULL, n, a, x, y)`. @p grid and @p block are dim3 or unsigned; each argument is
+ *        converted to the kernel's parameter type. Returns gp_launch()'s status.
+ */
+#define GP_LAUNCH(kernel, grid, block, shmem, stream, ...)                                  \
+  gp__klaunch<decltype(kernel)>::launch(GP_KERNEL_REF(kernel), (grid), (block), (shmem), (stream), \
+                                        ##__VA_ARGS__)
+#endif /* !GP__RTC */
 
 #endif /* __cplusplus */
 #endif /* GP_KERNEL_H */

@@ -10,8 +10,10 @@
  * declares it with GP_KERNEL_DECLARE(name) (in a header) and passes
  * GP_KERNEL_REF(name) to gp_launch(). This is safe on every backend: on HIP-Clang the
  * kernel's host symbol is a handle variable, not a function, so C must not take the
- * kernel's own address (KERNELS.md, LLVM D86376). The layout is a versioned ABI:
- * see docs/LAUNCH_ABI.md.
+ * kernel's own address (KERNELS.md, LLVM D86376). Device variables (`__constant__`,
+ * `__device__`) are named the same way: GP_SYMBOL_EXPORT(name) in the source,
+ * GP_SYMBOL_DECLARE(name) and GP_SYMBOL_REF(name) in host code. The layout is a
+ * versioned ABI: see docs/LAUNCH_ABI.md.
  */
 #ifndef GP_KERNEL_ABI_H
 #define GP_KERNEL_ABI_H
@@ -73,6 +75,43 @@ struct gp_kernel_s {
 
 /** @brief The ::gp_kernel_t of kernel @p name, for gp_launch(). */
 #define GP_KERNEL_REF(name) (&GP_KERNEL_SYMBOL(name))
+
+/** @brief Magic number at the start of every device-variable descriptor ("gpS1"). */
+#define GP_SYMBOL_MAGIC 0x31537067u
+
+/**
+ * @brief A `__constant__` or `__device__` variable of a dialect source, as emitted by
+ *        GP_SYMBOL_EXPORT(). Read-only. Name one from C with GP_SYMBOL_DECLARE() and
+ *        GP_SYMBOL_REF(); copy to and from it with gp_memcpy_to_symbol() and
+ *        gp_memcpy_from_symbol().
+ */
+struct gp_symbol_s {
+  uint32_t magic;          /**< ::GP_SYMBOL_MAGIC */
+  uint32_t abi_version;    /**< ::GP_KERNEL_ABI_VERSION the source was compiled against */
+  const char *name;        /**< the variable's name in its source */
+  int backend;             /**< gp_backend_t the code was compiled for */
+  int reserved0;           /**< 0 */
+  uint64_t size;           /**< size of the variable in bytes */
+  const void *address;     /**< cpu: the variable itself; cuda/hip: the host symbol that
+                                cudaMemcpyToSymbol / hipMemcpyToSymbol take */
+  const void *reserved[2]; /**< NULL */
+};
+
+/** @brief Symbol of the descriptor of device variable @p name (with ::GP_KERNEL_SUFFIX). */
+#define GP_SYMBOL_SYMBOL(name) GP__CAT(GP__CAT(gp__symbol_, name), GP_KERNEL_SUFFIX)
+
+/**
+ * @brief Declares, in C or C++ host code, the device variable @p name exported by a
+ *        dialect source with GP_SYMBOL_EXPORT(name). Put it in a header, at file scope.
+ */
+#ifdef __cplusplus
+#define GP_SYMBOL_DECLARE(name) extern "C" const struct gp_symbol_s GP_SYMBOL_SYMBOL(name)
+#else
+#define GP_SYMBOL_DECLARE(name) extern const struct gp_symbol_s GP_SYMBOL_SYMBOL(name)
+#endif
+
+/** @brief The ::gp_symbol_t of device variable @p name, for gp_memcpy_to_symbol(). */
+#define GP_SYMBOL_REF(name) (&GP_SYMBOL_SYMBOL(name))
 
 GP_EXTERN_C_END
 

@@ -356,6 +356,74 @@ GP_API gp_status_t gp_memset_d32(void *ptr, uint32_t value, size_t count);
  *  @return as gp_memset_d32(), plus ::GP_ERROR_INVALID_HANDLE. */
 GP_API gp_status_t gp_memset_d32_async(void *ptr, uint32_t value, size_t count, gp_stream_t stream);
 
+/** @brief A device variable (`__constant__` or `__device__`) of a dialect source: name
+ *         one with GP_SYMBOL_DECLARE() and GP_SYMBOL_REF() (gpuport/kernel_abi.h). */
+typedef const struct gp_symbol_s *gp_symbol_t;
+
+/**
+ * @brief Copies @p bytes from @p src into device variable @p symbol at byte @p offset
+ *        (cudaMemcpyToSymbol / hipMemcpyToSymbol with the default direction). Ordered
+ *        like gp_memcpy(): it waits for earlier work of the legacy default stream, and
+ *        kernels launched afterwards see the new contents.
+ * @param[in] symbol from GP_SYMBOL_REF(); exported with GP_SYMBOL_EXPORT() in a dialect
+ *            source built for this backend.
+ * @param[in] src host or device memory.
+ * @param[in] bytes size in bytes; 0 is a no-op.
+ * @param[in] offset byte offset into the variable; @p offset + @p bytes must not exceed
+ *            the variable's size.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL pointer with bytes > 0, or a range
+ *         past the end of the variable), ::GP_ERROR_INVALID_HANDLE (not a symbol
+ *         descriptor), ::GP_ERROR_INVALID_IMAGE (built for another backend), or an
+ *         asynchronous error of earlier work.
+ */
+GP_API gp_status_t gp_memcpy_to_symbol(gp_symbol_t symbol, const void *src, size_t bytes,
+                                       size_t offset);
+
+/**
+ * @brief Copies @p bytes from device variable @p symbol at byte @p offset into @p dst
+ *        (cudaMemcpyFromSymbol / hipMemcpyFromSymbol).
+ * @param[out] dst host or device memory.
+ * @param[in] symbol the variable.
+ * @param[in] bytes size in bytes; 0 is a no-op.
+ * @param[in] offset byte offset into the variable.
+ * @return as gp_memcpy_to_symbol().
+ */
+GP_API gp_status_t gp_memcpy_from_symbol(void *dst, gp_symbol_t symbol, size_t bytes,
+                                         size_t offset);
+
+/**
+ * @brief As gp_memcpy_to_symbol() but enqueued on @p stream (cudaMemcpyToSymbolAsync).
+ *        The source must stay valid until the stream reaches the copy.
+ * @return as gp_memcpy_to_symbol(), plus ::GP_ERROR_INVALID_HANDLE for a bad stream.
+ */
+GP_API gp_status_t gp_memcpy_to_symbol_async(gp_symbol_t symbol, const void *src, size_t bytes,
+                                             size_t offset, gp_stream_t stream);
+
+/**
+ * @brief As gp_memcpy_from_symbol() but enqueued on @p stream (cudaMemcpyFromSymbolAsync).
+ * @return as gp_memcpy_from_symbol(), plus ::GP_ERROR_INVALID_HANDLE for a bad stream.
+ */
+GP_API gp_status_t gp_memcpy_from_symbol_async(void *dst, gp_symbol_t symbol, size_t bytes,
+                                               size_t offset, gp_stream_t stream);
+
+/**
+ * @brief The device address of variable @p symbol on the current device
+ *        (cudaGetSymbolAddress), to pass to kernels or to copies.
+ * @param[out] ptr the address (on the CPU backend, the variable itself).
+ * @param[in] symbol the variable.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_HANDLE,
+ *         ::GP_ERROR_INVALID_IMAGE.
+ */
+GP_API gp_status_t gp_symbol_address(void **ptr, gp_symbol_t symbol);
+
+/**
+ * @brief The size in bytes of variable @p symbol (cudaGetSymbolSize).
+ * @param[out] bytes the size.
+ * @param[in] symbol the variable.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_symbol_size(size_t *bytes, gp_symbol_t symbol);
+
 /**
  * @brief Free and total device memory of the current device in bytes (cudaMemGetInfo).
  * @param[out] free_bytes may be NULL.
@@ -610,6 +678,54 @@ GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t b
 
 /** @brief Name of @p kernel as written in its source. @return a static string or NULL. */
 GP_API const char *gp_kernel_name(gp_kernel_t kernel);
+
+/**
+ * @brief What gp_launch_ex() launches with: gp_launch()'s configuration plus what a plain
+ *        launch cannot say (cudaLaunchConfig_t with its attributes). Initialise with
+ *        gp_launch_config_init(): fields added later default to "off".
+ */
+typedef struct gp_launch_config {
+  size_t struct_size;          /**< sizeof(gp_launch_config_t), set by gp_launch_config_init() */
+  gp_dim3_t grid;              /**< blocks per dimension (default 1, 1, 1) */
+  gp_dim3_t block;             /**< threads per dimension (default 1, 1, 1) */
+  size_t dynamic_shared_bytes; /**< dynamic shared memory per block (default 0) */
+  gp_stream_t stream;          /**< the stream (default NULL, the legacy default stream) */
+  int cooperative;             /**< nonzero: a cooperative launch (cudaLaunchCooperativeKernel):
+                                    every block is resident at once and the kernel may call
+                                    gp_grid_sync(). The grid may have at most
+                                    gp_occupancy_max_active_blocks() x multiprocessor_count
+                                    blocks. */
+  gp_dim3_t cluster;           /**< thread-block cluster extents (CUDA sm_90,
+                                    cudaLaunchAttributeClusterDimension); 0 or 1 in every
+                                    dimension: no cluster (default 0, 0, 0) */
+} gp_launch_config_t;
+
+/** @brief Sets @p config->struct_size, a 1 x 1 x 1 grid and block, and everything else off. */
+static inline void gp_launch_config_init(gp_launch_config_t *config) {
+  unsigned char *p = (unsigned char *)config;
+  for (size_t i = 0; i < sizeof(*config); i++) p[i] = 0;
+  config->struct_size = sizeof(*config);
+  config->grid = gp_dim3(1, 1, 1);
+  config->block = gp_dim3(1, 1, 1);
+}
+
+/**
+ * @brief Launches @p kernel as @p config says (cudaLaunchKernelExC; a cooperative launch
+ *        is cudaLaunchCooperativeKernel / hipLaunchCooperativeKernel).
+ *
+ * On the CPU backend a cooperative grid runs every block on its own OS thread at once,
+ * so gp_grid_sync() is a real barrier of the grid; it may have at most as many blocks
+ * as the device has multiprocessors (the executor's threads, `GP_CPU_THREADS`).
+ * @param[in] kernel from GP_KERNEL_REF().
+ * @param[in] config the configuration; its struct_size must cover at least the stream.
+ * @param[in] args as for gp_launch().
+ * @return as gp_launch(), plus ::GP_ERROR_INVALID_VALUE (NULL @p config or a struct_size
+ *         too small), ::GP_ERROR_INVALID_CONFIGURATION (a cooperative grid larger than
+ *         can be resident), ::GP_ERROR_NOT_SUPPORTED (clusters outside CUDA, cooperative
+ *         launch on a device without it).
+ */
+GP_API gp_status_t gp_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *config, void **args);
+
 /**@}*/
 
 GP_EXTERN_C_END

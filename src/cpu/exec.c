@@ -19,6 +19,7 @@
  */
 #include "cpu/exec.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <gpuport/kernel.h>
@@ -58,6 +61,8 @@ GP_API __thread gp__cpu_ctx_t gp__cpu_tls GP__CPU_TLS_MODEL;
 #define MAX_SLOTS 64
 #define REDZONE 64
 #define ARENA_BYTES (GP__CPU_SHARED_PER_BLOCK_OPTIN + (size_t)MAX_SLOTS * (REDZONE + 64) + 4096)
+#define ALTSTACK_BYTES ((size_t)64 * 1024)
+#define NO_XBUF 0xffffu
 
 enum { T_DONE = 0, T_NEW, T_READY, T_RUNNING, T_WAIT_BAR, T_WAIT_WARP };
 
@@ -69,11 +74,23 @@ typedef struct thr {
   int line;
 } thr_t;
 
+/* A warp's rendezvous state, as lane bitmasks (bit l: thread base + l). A warp
+ * operation completes for a group of lanes: every live lane for the maskless forms
+ * (CUDA's full mask: lanes that exited are excused), exactly the lanes of the mask for
+ * the masked forms (each named lane must arrive with the same mask). */
 typedef struct warp {
-  unsigned alive, arrived, gen, nwait;
-  uint16_t waiters[64];
-  gp__cpu_warp_xchg_t x[2]; /* round g uses x[g & 1] */
+  uint64_t live;      /* lanes that exist and have not exited */
+  uint64_t pending;   /* lanes waiting at a warp operation */
+  uint64_t pend_full; /* the pending lanes that wait at a maskless operation */
+  unsigned base;      /* linear thread index of lane 0 */
 } warp_t;
+
+/* The exchange of one completed group. Each member holds it until its next warp
+ * operation or its exit (it reads it in between), so buffers are counted. */
+typedef struct xbuf {
+  gp__cpu_warp_xchg_t x;
+  unsigned refs;
+} xbuf_t;
 
 typedef struct slot {
   const char *key;
@@ -87,6 +104,7 @@ typedef struct job {
   size_t dyn;
   int device;
   unsigned nthreads;
+  unsigned flags;     /* GP__CPU_EXEC_* */
   uint64_t nblocks, chunk;
   uint64_t next;      /* next block to hand out (atomic) */
   int failed;         /* atomic; the first failure writes msg */
@@ -97,6 +115,14 @@ typedef struct job {
   unsigned bad_lane;
   unsigned active;    /* pool threads working on it (under the pool mutex) */
   struct job *link;
+  /* cooperative launches: the grid barrier (under gmu) */
+  pthread_mutex_t gmu;
+  pthread_cond_t gcv;
+  unsigned g_arrived, g_ended;
+  uint64_t g_gen;
+  const char *g_file;
+  int g_line;
+  gp__cpu_uint3_t g_ended_block;
   char msg[1024];
 } job_t;
 
@@ -112,7 +138,7 @@ typedef struct worker {
   /* block barrier */
   unsigned bar_alive, bar_arrived, bar_nwait;
   const char *bar_file, *div_file;
-  int bar_line, div_line, bar_op, bar_acc, bar_result;
+  int bar_line, div_line, bar_op, div_op, bar_acc, bar_result;
   /* ready queue (a ring of thread ids) */
   unsigned rq_head, rq_n;
   /* shared memory arena */
@@ -120,12 +146,23 @@ typedef struct worker {
   size_t arena_bytes, arena_dirty, shared_top, static_bytes, dyn;
   unsigned nslots;
   slot_t slots[MAX_SLOTS];
+  /* the signal stack of this OS thread, when the executor installed it */
+  unsigned char *altstack;
   gp__cpu_exec_stats_t st;
   uint16_t rq[MAXT];
   uint16_t bar_wait[MAXT];
   thr_t thr[MAXT];
   warp_t warps[MAXW];
   gp__fiber_t fib[MAXT];
+  /* warp operations: what each thread brought, its mask (masked forms), the exchanges
+   * it holds (its last two, so that two consecutive results can be read together, as
+   * the ABI promises); the exchange buffers and their free list */
+  uint64_t lane_val[MAXT];
+  uint64_t lane_mask[MAXT];
+  uint16_t held[MAXT][2];
+  unsigned xb_used, xb_nfree;
+  uint16_t xb_free[2 * MAXT];
+  xbuf_t xb[2 * MAXT];
 } worker_t;
 
 /* ---- statistics -------------------------------------------------------------------- */
@@ -155,7 +192,11 @@ static struct {
   pthread_cond_t work, done;
   job_t *jobs;
   int started;
-} g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+  int nthreads; /* pool threads running */
+} g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0};
+/* Cooperative grids run one at a time: each needs every one of its blocks on an OS
+ * thread at once, and two that each hold part of the pool would wait for each other. */
+static pthread_mutex_t g_coop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_worker_key;
 static __thread worker_t *t_worker;
@@ -169,6 +210,13 @@ static void worker_free(void *p) {
     GP__UNPOISON(w->arena, w->arena_bytes);
     munmap(w->arena, w->arena_bytes);
   }
+  if (w->altstack) {
+    stack_t off;
+    memset(&off, 0, sizeof off);
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, NULL); /* thread-exit destructors run on the exiting thread */
+    munmap(w->altstack, ALTSTACK_BYTES);
+  }
   free(w);
 }
 
@@ -181,11 +229,92 @@ static void atfork_child(void) {
   pthread_cond_init(&g_pool.done, NULL);
   g_pool.jobs = NULL;
   g_pool.started = 0;
+  g_pool.nthreads = 0;
+  pthread_mutex_init(&g_coop_mu, NULL);
+}
+
+/* ---- faults of GPU threads: SIGSEGV / SIGBUS ------------------------------------------ */
+/* A GPU thread that overflows its stack hits the guard page below it; one that
+ * dereferences a bad pointer faults anywhere. Either way the signal arrives on the
+ * OS thread running the block, on its signal stack: the handler fails the launch
+ * naming the kernel, block and thread, and abandons the block by switching to the OS
+ * thread's own stack, as a trap does. Faults outside a kernel, or while the OS thread
+ * runs the executor on its own stack, go to the handler installed before. Under
+ * AddressSanitizer only stack overflows are taken: its report of a bad access is better. */
+static struct sigaction g_old_segv, g_old_bus;
+static GP__NORETURN void fail_block(worker_t *w, const gp__cpu_uint3_t *thread, const char *fmt, ...)
+    GP__PRINTF(3, 4);
+
+static void altstack_install(worker_t *w) {
+  stack_t cur;
+  if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return; /* the application's */
+  void *m = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return;
+  stack_t ss;
+  memset(&ss, 0, sizeof ss);
+  ss.ss_sp = m;
+  ss.ss_size = ALTSTACK_BYTES;
+  if (sigaltstack(&ss, NULL) != 0) {
+    munmap(m, ALTSTACK_BYTES);
+    return;
+  }
+  w->altstack = (unsigned char *)m;
+}
+
+/* Whether a fault at addr with stack pointer sp is an overflow of fiber f's stack:
+ * the guard page, or a frame large enough to jump it. */
+static bool is_overflow(const gp__fiber_t *f, uintptr_t addr, uintptr_t sp) {
+  if (!f->map) return false;
+  uintptr_t lo = (uintptr_t)f->map, top = (uintptr_t)f->stack_lo;
+  if (addr >= lo && addr < top) return true;
+  return sp < top + 256 && sp + ((uintptr_t)1 << 20) > lo && addr < top && addr + ((uintptr_t)1 << 20) > lo;
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *uctx) {
+  worker_t *w = t_worker;
+  if (w && w->job && w->cur && w->cur != &w->sup) {
+    uintptr_t addr = (uintptr_t)si->si_addr, sp = 0;
+#if defined(__x86_64__)
+    sp = (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    sp = (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.sp;
+#endif
+    if (is_overflow(w->cur, addr, sp))
+      fail_block(w, &gp__cpu_tls.thread_idx,
+                 "stack overflow of the GPU thread (%zu-byte stack; GP_CPU_STACK_KB sets it)",
+                 w->cur->stack_size);
+#ifndef GP__ASAN
+    fail_block(w, &gp__cpu_tls.thread_idx, "invalid memory access at address %p (%s)", si->si_addr,
+               sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+#endif
+  }
+  const struct sigaction *old = sig == SIGBUS ? &g_old_bus : &g_old_segv;
+  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+    old->sa_sigaction(sig, si, uctx);
+  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+  } else {
+    signal(sig, SIG_DFL); /* the faulting instruction runs again and takes the default action */
+  }
+}
+
+static void fault_handler_install(void) {
+  if (gp__fiber_on_valgrind()) return; /* valgrind reports the access itself */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fault_handler;
+  /* SA_NODEFER: the handler never returns when it takes the fault (it switches stacks),
+   * so the signal must not stay blocked. */
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &g_old_segv);
+  sigaction(SIGBUS, &sa, &g_old_bus);
 }
 
 static void init_once(void) {
   pthread_key_create(&g_worker_key, worker_free);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  fault_handler_install();
 }
 
 static worker_t *worker_self(void) {
@@ -204,6 +333,7 @@ static worker_t *worker_self(void) {
   }
   w->arena = (unsigned char *)m;
   GP__POISON(w->arena, w->arena_bytes);
+  altstack_install(w);
   t_worker = w;
   pthread_setspecific(g_worker_key, w);
   return w;
@@ -237,6 +367,13 @@ static void run_job(worker_t *w, job_t *j);
 
 static void *helper_main(void *arg) {
   (void)arg;
+  /* Pool threads block asynchronous signals (they belong to the application's threads),
+   * but a GPU thread's fault must reach the executor's handler. */
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
   worker_t *w = worker_self();
   if (!w) return NULL;
   pthread_mutex_lock(&g_pool.mu);
@@ -275,6 +412,7 @@ static void pool_start_locked(void) {
   for (int i = 0; i < n; i++) {
     pthread_t t;
     if (pthread_create(&t, &attr, helper_main, NULL) != 0) break;
+    g_pool.nthreads++;
   }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -419,11 +557,26 @@ static void wait_here(worker_t *w, unsigned t) {
     deadlock(w);
 }
 
+static const char *bar_name(int op) {
+  static const char *const names[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                                      "__syncthreads_or", "gp_grid_sync"};
+  return op >= 0 && op <= GP__CPU_BAR_GRID ? names[op] : "a barrier";
+}
+
+static void grid_wait(worker_t *w);
+
 static void bar_complete(worker_t *w) {
-  if (w->div_file)
+  if (w->div_file) {
+    if (w->div_op == w->bar_op)
+      fail_block(w, &gp__cpu_tls.thread_idx, "divergent %s: threads of one block wait at %s:%d and at %s:%d",
+                 bar_name(w->bar_op), site_base(w->bar_file), w->bar_line, site_base(w->div_file),
+                 w->div_line);
     fail_block(w, &gp__cpu_tls.thread_idx,
-               "divergent __syncthreads: threads of one block wait at %s:%d and at %s:%d",
-               site_base(w->bar_file), w->bar_line, site_base(w->div_file), w->div_line);
+               "divergent __syncthreads: threads of one block wait at %s %s:%d and at %s %s:%d",
+               bar_name(w->bar_op), site_base(w->bar_file), w->bar_line, bar_name(w->div_op),
+               site_base(w->div_file), w->div_line);
+  }
+  if (w->bar_op == GP__CPU_BAR_GRID) grid_wait(w);
   w->bar_result = w->bar_acc;
   for (unsigned i = 0; i < w->bar_nwait; i++) {
     unsigned t = w->bar_wait[i];
@@ -435,28 +588,128 @@ static void bar_complete(worker_t *w) {
   w->bar_file = NULL;
 }
 
-static void warp_complete(worker_t *w, warp_t *wp) {
-  unsigned g = wp->gen & 1u;
-  wp->gen++;
-  wp->arrived = 0;
-  wp->x[g ^ 1u].active = 0; /* the next round's buffer; every lane has read it */
-  for (unsigned i = 0; i < wp->nwait; i++) {
-    unsigned t = wp->waiters[i];
-    w->thr[t].state = T_READY;
-    rq_push(w, t);
+/* ---- cooperative launches: the grid barrier ---------------------------------------- */
+/* Every block of a cooperative grid runs on its own OS thread (the grid is at most as
+ * large as the pool), so a block whose threads have all reached gp_grid_sync() waits
+ * here, on its OS thread, for the other blocks. A block that ended without reaching
+ * it makes the barrier impossible: the launch fails instead of hanging. */
+static void grid_wait(worker_t *w) {
+  job_t *j = w->job;
+  if (!(j->flags & GP__CPU_EXEC_COOPERATIVE))
+    fail_block(w, &gp__cpu_tls.thread_idx,
+               "gp_grid_sync() at %s:%d in a kernel not launched cooperatively (gp_launch_ex with "
+               "cooperative = 1)",
+               site_base(w->bar_file), w->bar_line);
+  pthread_mutex_lock(&j->gmu);
+  uint64_t gen = j->g_gen;
+  if (!j->g_ended) {
+    if (j->g_arrived++ == 0) {
+      j->g_file = w->bar_file;
+      j->g_line = w->bar_line;
+    }
+    if (j->g_arrived == j->nblocks) {
+      j->g_arrived = 0;
+      j->g_gen++;
+      pthread_cond_broadcast(&j->gcv);
+    }
+    /* Timed: a failure elsewhere (possibly raised in a signal handler) ends the wait. */
+    while (gen == j->g_gen && !j->g_ended && !__atomic_load_n(&j->failed, __ATOMIC_ACQUIRE)) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 20 * 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&j->gcv, &j->gmu, &ts);
+    }
   }
-  wp->nwait = 0;
+  bool released = gen != j->g_gen;
+  gp__cpu_uint3_t ended = j->g_ended_block;
+  pthread_mutex_unlock(&j->gmu);
+  if (!released)
+    fail_block(w, &gp__cpu_tls.thread_idx,
+               "gp_grid_sync() at %s:%d can never complete: block (%u,%u,%u) ended without reaching it",
+               site_base(w->bar_file), w->bar_line, ended.x, ended.y, ended.z);
 }
 
-/* Thread t has returned from the kernel: it no longer holds back barriers. */
+/* A block of a cooperative grid has ended: blocks waiting at the grid barrier, or
+ * arriving later, would wait forever. */
+static void grid_block_ended(job_t *j, const gp__cpu_uint3_t *block) {
+  pthread_mutex_lock(&j->gmu);
+  if (!j->g_ended++) j->g_ended_block = *block;
+  if (j->g_arrived) pthread_cond_broadcast(&j->gcv);
+  pthread_mutex_unlock(&j->gmu);
+}
+
+/* ---- warp operations --------------------------------------------------------------- */
+/* Lanes a .. b-1 as a mask (0 <= a <= b <= 64). */
+static inline uint64_t lane_range(unsigned a, unsigned b) {
+  uint64_t hi = b >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << b) - 1);
+  uint64_t lo = a >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << a) - 1);
+  return hi & ~lo;
+}
+
+static inline void xbuf_unref(worker_t *w, unsigned h) {
+  if (h != NO_XBUF && --w->xb[h].refs == 0) w->xb_free[w->xb_nfree++] = (uint16_t)h;
+}
+
+/* Thread t arrives at a warp operation: it keeps its last exchange (readable until this
+ * operation completes, as with the former double buffering) and drops the one before. */
+static inline void xbuf_shift(worker_t *w, unsigned t) {
+  xbuf_unref(w, w->held[t][1]);
+  w->held[t][1] = w->held[t][0];
+  w->held[t][0] = NO_XBUF;
+}
+
+/* Thread t has exited: it holds nothing. */
+static inline void xbuf_release(worker_t *w, unsigned t) {
+  xbuf_unref(w, w->held[t][0]);
+  xbuf_unref(w, w->held[t][1]);
+  w->held[t][0] = w->held[t][1] = NO_XBUF;
+}
+
+/* Every lane of group g of warp wp has arrived: publish their values in a fresh
+ * exchange, which each member holds, and wake the members other than self. A buffer
+ * is always free: each thread holds at most two, one of them released on arrival. */
+static gp__cpu_warp_xchg_t *warp_complete(worker_t *w, warp_t *wp, uint64_t g, unsigned self) {
+  unsigned h = w->xb_nfree ? w->xb_free[--w->xb_nfree] : w->xb_used++;
+  xbuf_t *b = &w->xb[h];
+  b->x.active = g;
+  b->refs = (unsigned)__builtin_popcountll(g);
+  wp->pending &= ~g;
+  wp->pend_full &= ~g;
+  for (uint64_t m = g; m; m &= m - 1) {
+    unsigned l = (unsigned)__builtin_ctzll(m), t = wp->base + l;
+    b->x.val[l] = w->lane_val[t];
+    w->held[t][0] = (uint16_t)h;
+    if (t != self) {
+      w->thr[t].state = T_READY;
+      rq_push(w, t);
+    }
+  }
+  return &b->x;
+}
+
+/* Thread t has returned from the kernel: it no longer holds back barriers or maskless
+ * warp operations; a masked operation that names it can never complete. */
 static void thread_exit(worker_t *w, unsigned t) {
   w->thr[t].state = T_DONE;
   w->live--;
   w->bar_alive--;
   if (w->bar_arrived && w->bar_arrived == w->bar_alive) bar_complete(w);
   warp_t *wp = &w->warps[t / w->ws];
-  wp->alive--;
-  if (wp->arrived && wp->arrived == wp->alive) warp_complete(w, wp);
+  unsigned lane = t - wp->base;
+  xbuf_release(w, t);
+  wp->live &= ~((uint64_t)1 << lane);
+  for (uint64_t m = wp->pending & ~wp->pend_full; m; m &= m - 1) {
+    unsigned p = wp->base + (unsigned)__builtin_ctzll(m);
+    if ((w->lane_mask[p] >> lane) & 1u)
+      fail_block(w, &w->thr[p].idx,
+                 "warp operation at %s:%d with mask 0x%016llx waits for lane %u, which exited",
+                 site_base(w->thr[p].file), w->thr[p].line, (unsigned long long)w->lane_mask[p], lane);
+  }
+  if (wp->pend_full && wp->pend_full == wp->live) (void)warp_complete(w, wp, wp->live, MAXT);
 }
 
 static void thread_main(void *arg) {
@@ -515,12 +768,13 @@ static void go_fibers(worker_t *w) {
   unsigned nw = (n + ws - 1) / ws;
   for (unsigned i = 0; i < nw; i++) {
     warp_t *wp = &w->warps[i];
-    unsigned lo = i * ws, hi = lo + ws < n ? lo + ws : n;
-    if (lo < k) lo = k < hi ? k : hi;
-    wp->alive = hi - lo;
-    wp->arrived = wp->gen = wp->nwait = 0;
-    wp->x[0].active = wp->x[1].active = 0;
+    unsigned lo = i * ws, hi = lo + ws < n ? lo + ws : n, first = lo < k ? (k < hi ? k : hi) : lo;
+    wp->base = lo;
+    wp->live = lane_range(first - lo, hi - lo);
+    wp->pending = wp->pend_full = 0;
   }
+  for (unsigned t = 0; t < n; t++) w->held[t][0] = w->held[t][1] = NO_XBUF;
+  w->xb_used = w->xb_nfree = 0;
   w->st.blocks_fibered++;
 }
 
@@ -595,6 +849,7 @@ GP_API int gp__cpu_barrier(int op, int pred, const char *file, int line) {
   } else if (!w->div_file && (op != w->bar_op || !same_site(file, line, w->bar_file, w->bar_line))) {
     w->div_file = file;
     w->div_line = line;
+    w->div_op = op;
   }
   if (op == GP__CPU_BAR_COUNT)
     w->bar_acc += pred != 0;
@@ -616,27 +871,85 @@ GP_API int gp__cpu_barrier(int op, int pred, const char *file, int line) {
   return w->bar_result;
 }
 
+GP_API void gp__cpu_grid_sync(const char *file, int line) {
+  (void)gp__cpu_barrier(GP__CPU_BAR_GRID, 0, file, line);
+}
+
+/* The calling thread t waits at a warp operation; returns the exchange it was woken with. */
+static const gp__cpu_warp_xchg_t *warp_wait(worker_t *w, unsigned t, const char *file, int line) {
+  thr_t *r = &w->thr[t];
+  r->file = file;
+  r->line = line;
+  r->state = T_WAIT_WARP;
+  wait_here(w, t);
+  return &w->xb[w->held[t][0]].x;
+}
+
 GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file, int line) {
   gp__cpu_ctx_t *c = &gp__cpu_tls;
   worker_t *w = (worker_t *)c->worker;
   if (!c->fibered) go_fibers(w);
-  unsigned t = c->tid, lane = t % w->ws;
+  unsigned t = c->tid;
   warp_t *wp = &w->warps[t / w->ws];
-  gp__cpu_warp_xchg_t *x = &wp->x[wp->gen & 1u];
-  x->val[lane] = v;
-  x->active |= (uint64_t)1 << lane;
+  uint64_t bit = (uint64_t)1 << (t - wp->base);
+  xbuf_shift(w, t);
+  w->lane_val[t] = v;
   w->st.warp_ops++;
-  thr_t *r = &w->thr[t];
-  r->file = file;
-  r->line = line;
-  if (++wp->arrived == wp->alive) {
-    warp_complete(w, wp);
-    return x;
+  wp->pending |= bit;
+  wp->pend_full |= bit;
+  if (wp->pend_full == wp->live) return warp_complete(w, wp, wp->live, t);
+  return warp_wait(w, t, file, line);
+}
+
+GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync_mask(uint64_t mask, uint64_t v, const char *file,
+                                                         int line) {
+  gp__cpu_ctx_t *c = &gp__cpu_tls;
+  worker_t *w = (worker_t *)c->worker;
+  if (!c->fibered) go_fibers(w);
+  /* CUDA's full mask means every lane of the warp, exited ones excused. */
+  if (mask == lane_range(0, w->ws)) return gp__cpu_warp_sync(v, file, line);
+  unsigned t = c->tid;
+  warp_t *wp = &w->warps[t / w->ws];
+  unsigned lane = t - wp->base;
+  uint64_t bit = (uint64_t)1 << lane;
+  if (!(mask & bit))
+    fail_block(w, &c->thread_idx, "warp operation at %s:%d: lane %u is not in its mask 0x%016llx%s",
+               site_base(file), line, lane, (unsigned long long)mask,
+               w->ws == 64 && lane >= 32 && !(mask >> 32) ? " (a 32-bit mask at warp width 64)" : "");
+  uint64_t gone = mask & ~wp->live;
+  if (gone) {
+    unsigned g = (unsigned)__builtin_ctzll(gone);
+    fail_block(w, &c->thread_idx, "warp operation at %s:%d with mask 0x%016llx names lane %u, which %s",
+               site_base(file), line, (unsigned long long)mask, g,
+               g >= w->ws ? "is beyond the warp width"
+                          : (wp->base + g >= w->n ? "does not exist (a partial warp)" : "has exited"));
   }
-  r->state = T_WAIT_WARP;
-  wp->waiters[wp->nwait++] = (uint16_t)t;
-  wait_here(w, t);
-  return x;
+  xbuf_shift(w, t);
+  w->lane_val[t] = v;
+  w->lane_mask[t] = mask;
+  w->st.warp_ops++;
+  wp->pending |= bit;
+  uint64_t ready = 0;
+  for (uint64_t m = mask & wp->pending & ~wp->pend_full; m; m &= m - 1) {
+    unsigned l = (unsigned)__builtin_ctzll(m);
+    if (w->lane_mask[wp->base + l] == mask) ready |= (uint64_t)1 << l;
+  }
+  if (ready == mask) return warp_complete(w, wp, mask, t);
+  return warp_wait(w, t, file, line);
+}
+
+GP_API void gp__cpu_fail(const char *file, int line, const char *fmt, ...) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (!w || !w->job) {
+    fprintf(stderr, "%s:%d: %s (outside a kernel)\n", file, line, what);
+    abort();
+  }
+  fail_block(w, &gp__cpu_tls.thread_idx, "%s at %s:%d", what, site_base(file), line);
 }
 
 GP_API void gp__cpu_warp_bad_lane(unsigned src_lane, const char *file, int line) {
@@ -684,6 +997,7 @@ static void run_block(worker_t *w, job_t *j, uint64_t b) {
   c->fibered = 0;
   w->k->cpu_run_block(w->args);
   if (c->fibered) lead_drain(w);
+  if (j->flags & GP__CPU_EXEC_COOPERATIVE) grid_block_ended(j, &c->block_idx);
   w->st.blocks++;
 }
 
@@ -737,15 +1051,92 @@ static void run_job(worker_t *w, job_t *j) {
   stats_flush(&w->st);
 }
 
+/* ---- kernels by warp width --------------------------------------------------------- */
+/* Every CPU kernel registers its descriptor when its object is loaded (GP_KERNEL_EXPORT),
+ * so that with GP_CPU_WARP_SIZE=64 a launch of a kernel's default (width 32) build runs
+ * its width-64 build, when the program has one: the whole program then runs as on a
+ * device with 64-lane warps. Appends are lock-free; the table only grows. */
+#define KREG_MAX 8192
+static const struct gp_kernel_s *g_kreg[KREG_MAX];
+static unsigned g_kreg_n;
+
+GP_API int gp__cpu_kernel_register(const struct gp_kernel_s *k) {
+  unsigned i = __atomic_fetch_add(&g_kreg_n, 1u, __ATOMIC_ACQ_REL);
+  if (i >= KREG_MAX) return -1;
+  __atomic_store_n(&g_kreg[i], k, __ATOMIC_RELEASE);
+  return 0;
+}
+
+GP_API void gp__cpu_kernel_unregister(const struct gp_kernel_s *k) {
+  unsigned n = __atomic_load_n(&g_kreg_n, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n && i < KREG_MAX; i++)
+    if (__atomic_load_n(&g_kreg[i], __ATOMIC_ACQUIRE) == k) __atomic_store_n(&g_kreg[i], NULL, __ATOMIC_RELEASE);
+}
+
+int gp__cpu_warp_size(void) {
+  static int cached;
+  int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (!v) {
+    v = gp__env_long("GP_CPU_WARP_SIZE", 32) == 64 ? 64 : 32;
+    __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
+static bool same_signature(const struct gp_kernel_s *a, const struct gp_kernel_s *b) {
+  if (a->num_params != b->num_params) return false;
+  for (int i = 0; i < a->num_params; i++)
+    if (a->param_sizes[i] != b->param_sizes[i]) return false;
+  return true;
+}
+
+/* The loaded object (program or shared library) that holds address a; NULL if none. */
+static const void *object_of(const void *a) {
+  Dl_info info;
+  return dladdr(a, &info) ? info.dli_fbase : NULL;
+}
+
+/* The build of k to run: its width-64 sibling when GP_CPU_WARP_SIZE=64 asks for one. The
+ * sibling is built into the same object as k: a kernel of the same name elsewhere (a
+ * module compiled at run time, another library) is another kernel. */
+const struct gp_kernel_s *gp__cpu_kernel_for_width(const struct gp_kernel_s *k) {
+  int ws = gp__cpu_warp_size();
+  if (k->warp_size == ws || ws != 64) return k;
+  const struct gp_kernel_s *found = NULL;
+  const void *home = NULL;
+  unsigned n = __atomic_load_n(&g_kreg_n, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n && i < KREG_MAX; i++) {
+    const struct gp_kernel_s *r = __atomic_load_n(&g_kreg[i], __ATOMIC_ACQUIRE);
+    if (!r || r == k || r->warp_size != ws || !r->name || !k->name || strcmp(r->name, k->name) != 0 ||
+        !same_signature(r, k))
+      continue;
+    if (!home) home = object_of(k);
+    if (!home || object_of(r) != home) continue;
+    if (found && found->cpu_run_block != r->cpu_run_block) return k; /* two kernels of that name */
+    found = r;
+  }
+  if (!found) {
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      GP__WARN(GP__SUB_LAUNCH,
+               "GP_CPU_WARP_SIZE=64: kernel '%s' has no width-64 build in this program; it runs at "
+               "width %d (build dialect sources also with -DGP_WARP_SIZE=64 -DGP_KERNEL_SUFFIX=_w64)",
+               k->name, k->warp_size);
+    return k;
+  }
+  return found;
+}
+
 /* ---- entry point -------------------------------------------------------------------- */
 gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t dynamic_shared,
-                              void **args, int device) {
+                              void **args, int device, unsigned flags) {
   if (!k || k->magic != GP_KERNEL_MAGIC || k->abi_version != GP_KERNEL_ABI_VERSION ||
       k->backend != GP_BACKEND_CPU || !k->cpu_run_block || !k->cpu_run_thread ||
       (k->warp_size != 32 && k->warp_size != 64))
     return gp__error(GP_ERROR_INVALID_IMAGE, "gp_launch",
                      "kernel '%s' is not a CPU kernel of descriptor ABI version %u",
                      k && k->magic == GP_KERNEL_MAGIC && k->name ? k->name : "?", GP_KERNEL_ABI_VERSION);
+  k = gp__cpu_kernel_for_width(k);
   uint64_t nthreads = (uint64_t)block.x * block.y * block.z;
   uint64_t nblocks = (uint64_t)grid.x * grid.y * grid.z;
   if (!nthreads || nthreads > MAXT || !nblocks || dynamic_shared > GP__CPU_SHARED_PER_BLOCK_OPTIN)
@@ -758,9 +1149,27 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
     return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_launch", "kernel '%s' launched from inside a kernel",
                      k->name);
 
+  bool coop = (flags & GP__CPU_EXEC_COOPERATIVE) != 0;
+  if (coop) {
+    pthread_mutex_lock(&g_coop_mu);
+    pthread_mutex_lock(&g_pool.mu);
+    pool_start_locked();
+    int resident = g_pool.nthreads + 1;
+    pthread_mutex_unlock(&g_pool.mu);
+    if (nblocks > (uint64_t)resident) {
+      pthread_mutex_unlock(&g_coop_mu);
+      return gp__error(GP_ERROR_INVALID_CONFIGURATION, "gp_launch_ex",
+                       "cooperative kernel '%s': %llu blocks, but only %d can be resident at once",
+                       k->name, (unsigned long long)nblocks, resident);
+    }
+  }
+
   job_t j;
   memset(&j, 0, offsetof(job_t, msg));
   j.msg[0] = '\0';
+  j.flags = flags;
+  pthread_mutex_init(&j.gmu, NULL);
+  pthread_cond_init(&j.gcv, NULL);
   j.k = k;
   j.args = args;
   j.grid = grid;
@@ -773,6 +1182,7 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
   j.chunk = nblocks / ((uint64_t)nw * 16);
   if (j.chunk < 1) j.chunk = 1;
   if (j.chunk > 64) j.chunk = 64;
+  if (coop) j.chunk = 1; /* one block per OS thread: every block progresses */
 
   bool posted = nw > 1 && nblocks > j.chunk;
   if (posted) {
@@ -794,6 +1204,9 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
     while (j.active) pthread_cond_wait(&g_pool.done, &g_pool.mu);
     pthread_mutex_unlock(&g_pool.mu);
   }
+  if (coop) pthread_mutex_unlock(&g_coop_mu);
+  pthread_cond_destroy(&j.gcv);
+  pthread_mutex_destroy(&j.gmu);
   __atomic_fetch_add(&g_stats.launches, 1, __ATOMIC_RELAXED);
   if (j.bad_reads)
     GP__WARN(GP__SUB_LAUNCH,

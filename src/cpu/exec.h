@@ -37,7 +37,20 @@ extern "C" {
  * already validated. device only names the device in messages. Thread-safe: launches
  * from several threads run concurrently and share the pool. */
 gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block,
-                              size_t dynamic_shared, void **args, int device);
+                              size_t dynamic_shared, void **args, int device, unsigned flags);
+/* flags of gp__cpu_exec_grid: a cooperative launch (gp_grid_sync allowed). Every block
+ * then runs on its own OS thread, all at once; the grid may have at most
+ * gp__cpu_exec_threads() blocks (GP_ERROR_INVALID_CONFIGURATION otherwise). */
+#define GP__CPU_EXEC_COOPERATIVE 0x1u
+
+/* The warp width the CPU device reports and runs kernels at: 64 when GP_CPU_WARP_SIZE=64,
+ * else 32 (read once). */
+int gp__cpu_warp_size(void);
+
+/* The build of k a launch runs: with GP_CPU_WARP_SIZE=64, the width-64 build of a
+ * width-32 kernel when one is registered (same name and parameters, same program or
+ * shared library), else k. */
+const struct gp_kernel_s *gp__cpu_kernel_for_width(const struct gp_kernel_s *k);
 
 /* Number of OS threads a launch uses (the pool plus the caller). */
 int gp__cpu_exec_threads(void);

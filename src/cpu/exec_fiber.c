@@ -102,9 +102,11 @@ void gp__fiber_prepare(gp__fiber_t *f, void (*entry)(void *), void *arg) {
   unsigned char *top = f->stack_lo + f->stack_size;
 #ifdef GP__ASAN
   /* Frames abandoned on this stack (a failed block) leave poisoned redzones behind. */
-  if (f->has_frames && f->sp) {
-    unsigned char *lo = (unsigned char *)f->sp - 1024;
-    if (lo < f->stack_lo) lo = f->stack_lo;
+  if (f->has_frames) {
+    /* A fiber that left from a signal handler saved a pointer into the signal stack:
+     * then the whole stack is cleaned. */
+    unsigned char *sp = (unsigned char *)f->sp, *lo = f->stack_lo;
+    if (sp && sp > f->stack_lo + 1024 && sp <= top) lo = sp - 1024;
     ASAN_UNPOISON_MEMORY_REGION(lo, (size_t)(top - lo));
   }
 #endif

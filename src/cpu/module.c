@@ -384,7 +384,7 @@ static gp_status_t compile_to(const char *so_path, const char *src_text, const c
                                       "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti",
                                       "-DGP_BUILD_CPU"};
   const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
-  char **argv = calloc((size_t)(nw + nfixed + n_options + 6), sizeof(char *));
+  char **argv = calloc((size_t)(nw + nfixed + n_options + 7), sizeof(char *));
   gp_status_t st = GP_SUCCESS;
   if (argv == NULL || nw == 0) {
     st = gp__error(argv ? GP_ERROR_NOT_FOUND : GP_ERROR_OUT_OF_MEMORY, func,
@@ -394,6 +394,9 @@ static gp_status_t compile_to(const char *so_path, const char *src_text, const c
     for (int i = 0; i < nw; i++) argv[k++] = words[i];
     for (int i = 0; i < nfixed; i++) argv[k++] = (char *)fixed[i];
     argv[k++] = incopt;
+    /* The warp width the device reports (GP_CPU_WARP_SIZE): a module's kernels are built
+     * at that width, as a GPU's compiler builds for its own warps. */
+    if (gp__cpu_warp_size() == 64) argv[k++] = (char *)"-DGP_WARP_SIZE=64";
     for (int i = 0; i < n_options; i++) argv[k++] = (char *)options[i];
     argv[k++] = (char *)"-o";
     argv[k++] = out;
@@ -437,7 +440,7 @@ gp_status_t gp__be_program_compile(gp_module_t *module, const char *source, cons
   text_fmt(&key, "gpuport cpu module %d.%d.%d abi %u\ncompiler", GP_VERSION_MAJOR, GP_VERSION_MINOR,
            GP_VERSION_PATCH, GP_KERNEL_ABI_VERSION);
   for (int i = 0; i < nw; i++) text_fmt(&key, " %s", words[i]);
-  text_fmt(&key, "\ninclude %s\n", inc);
+  text_fmt(&key, "\nwarp %d\ninclude %s\n", gp__cpu_warp_size(), inc);
   header_stamp(&key, inc);
   for (int i = 0; i < n_options; i++) {
     text_str(&key, "option ");

@@ -98,8 +98,8 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
   snprintf(p->name, sizeof(p->name), "gpuport CPU device %d", device);
   snprintf(p->arch, sizeof(p->arch), "%s", GP__CPU_ARCH);
   p->total_memory = g_total;
-  p->multiprocessor_count = gp__cpu_exec_threads(); /* what the executor really runs */
-  p->warp_size = gp__env_long("GP_CPU_WARP_SIZE", 32) == 64 ? 64 : 32;
+  p->multiprocessor_count = gp__cpu_exec_threads(); /* the executor's OS threads, one block each at a time */
+  p->warp_size = gp__cpu_warp_size();
   p->max_threads_per_block = GP__CPU_MAX_THREADS_PER_BLOCK; /* the executor's limits */
   p->max_block_dim[0] = GP__CPU_MAX_BLOCK_DIM_X;
   p->max_block_dim[1] = GP__CPU_MAX_BLOCK_DIM_Y;

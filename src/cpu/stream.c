@@ -47,7 +47,7 @@ typedef struct gp__cpu_op {
   uint64_t seq;    /* position in its stream, for synchronous callers */
   bool claimed;    /* run by the synchronous caller itself, not by the worker */
   union {
-    struct { gp_kernel_t k; gp_dim3_t grid, block; size_t shmem; void **args; } kern;
+    struct { gp_kernel_t k; gp_dim3_t grid, block; size_t shmem; void **args; unsigned flags; } kern;
     struct { void *dst; const void *src; size_t dpitch, spitch, width, height; } copy;
     struct { void *ptr; uint32_t value; size_t count; } set;
     struct { void (*fn)(void *); void *user; } host;
@@ -240,7 +240,7 @@ static void run_op_on(int device, cpu_op_t *op, bool replay) {
   switch (op->kind) {
     case OP_KERNEL:
       st = gp__cpu_exec_grid(op->u.kern.k, op->u.kern.grid, op->u.kern.block, op->u.kern.shmem,
-                             op->u.kern.args, device);
+                             op->u.kern.args, device, op->u.kern.flags);
       if (st != GP_SUCCESS)
         gp__async_error_raise(device, st, "kernel '%s' failed: %s",
                               op->u.kern.k->name ? op->u.kern.k->name : "?",
@@ -1225,8 +1225,8 @@ gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream) {
 
 #define GP__ARG_ALIGN 16 /* every parameter slot is aligned for any kernel parameter type */
 
-gp_status_t gp__be_launch(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t shmem,
-                          gp_stream_t stream, void **args) {
+static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t shmem,
+                             gp_stream_t stream, void **args, unsigned flags, const char *func) {
   /* The argument values are copied now, as cudaLaunchKernel does: the caller's
    * variables may change or die before the stream reaches the launch. */
   size_t n = (size_t)k->num_params, bytes = 0;
@@ -1248,7 +1248,33 @@ gp_status_t gp__be_launch(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t
   op->u.kern.block = block;
   op->u.kern.shmem = shmem;
   op->u.kern.args = n ? copy : NULL;
-  return submit(stream, op, false, "gp_launch");
+  op->u.kern.flags = flags;
+  return submit(stream, op, false, func);
+}
+
+gp_status_t gp__be_launch(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t shmem,
+                          gp_stream_t stream, void **args) {
+  return launch_op(k, grid, block, shmem, stream, args, 0, "gp_launch");
+}
+
+gp_status_t gp__be_launch_ex(gp_kernel_t k, const gp_launch_config_t *c, gp_stream_t stream,
+                             void **args) {
+  return launch_op(k, c->grid, c->block, c->dynamic_shared_bytes, stream, args,
+                   c->cooperative ? GP__CPU_EXEC_COOPERATIVE : 0u, "gp_launch_ex");
+}
+
+/* ---- device variables: ordinary host variables of the program ------------------------------ */
+
+gp_status_t gp__be_symbol_address(void **ptr, gp_symbol_t symbol) {
+  *ptr = (void *)(uintptr_t)symbol->address;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_memcpy_symbol_async(void *mem, gp_symbol_t symbol, size_t bytes, size_t offset,
+                                       bool to_symbol, gp_stream_t stream, bool sync) {
+  unsigned char *var = (unsigned char *)(uintptr_t)symbol->address + offset;
+  return to_symbol ? gp__be_memcpy_2d_async(var, bytes, mem, bytes, bytes, 1, stream, sync)
+                   : gp__be_memcpy_2d_async(mem, bytes, var, bytes, bytes, 1, stream, sync);
 }
 
 /* ---- graph launch ------------------------------------------------------------------------------------ */

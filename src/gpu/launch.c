@@ -42,6 +42,31 @@ gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
   return GP_SUCCESS;
 }
 
+gp_status_t gp__be_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *c, gp_stream_t stream,
+                             void **args) {
+  GP__TRY(gp__gpu_check_kernel(kernel, __func__));
+  dim3 g = {c->grid.x, c->grid.y, c->grid.z}, b = {c->block.x, c->block.y, c->block.z};
+  int dev = gp__gpu_stream_device(stream);
+  char call[160];
+#ifdef GP__GPU_HAVE_LAUNCH_EX
+  if (c->cluster.x > 1 || c->cluster.y > 1 || c->cluster.z > 1) {
+    snprintf(call, sizeof(call), "cudaLaunchKernelExC of kernel '%s'", kernel->name);
+    GP__GPU_TRY_NAMED(dev, call,
+                      gpu_launch_ex(kernel->gpu_entry, g, b, c->dynamic_shared_bytes, gp__gpu_stream(stream),
+                                    args, c->cooperative, c->cluster.x ? c->cluster.x : 1,
+                                    c->cluster.y ? c->cluster.y : 1, c->cluster.z ? c->cluster.z : 1));
+    return GP_SUCCESS;
+  }
+#endif
+  if (!c->cooperative)
+    return gp__be_launch(kernel, c->grid, c->block, c->dynamic_shared_bytes, stream, args);
+  snprintf(call, sizeof(call), "%s of kernel '%s'", GP__GPU_STR(gpuLaunchCooperativeKernel), kernel->name);
+  GP__GPU_TRY_NAMED(dev, call,
+                    gpuLaunchCooperativeKernel(kernel->gpu_entry, g, b, args,
+                                               (unsigned)c->dynamic_shared_bytes, gp__gpu_stream(stream)));
+  return GP_SUCCESS;
+}
+
 gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes) {
   GP__TRY(gp__gpu_check_kernel(kernel, __func__));
   char call[160];

@@ -132,3 +132,21 @@ gp_status_t gp__be_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
   if (total_bytes) *total_bytes = t;
   return GP_SUCCESS;
 }
+
+/* ---- device variables -------------------------------------------------------------- */
+
+gp_status_t gp__be_symbol_address(void **ptr, gp_symbol_t symbol) {
+  GP__GPU_TRY(gpuGetSymbolAddress, (ptr, symbol->address));
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_memcpy_symbol_async(void *mem, gp_symbol_t symbol, size_t bytes, size_t offset,
+                                       bool to_symbol, gp_stream_t stream, bool sync) {
+  int dev = gp__gpu_stream_device(stream);
+  gpuStream_t s = gp__gpu_stream(stream);
+  if (to_symbol)
+    GP__GPU_TRY_DEV(dev, gpuMemcpyToSymbolAsync, (symbol->address, mem, bytes, offset, gpuMemcpyDefault, s));
+  else
+    GP__GPU_TRY_DEV(dev, gpuMemcpyFromSymbolAsync, (mem, symbol->address, bytes, offset, gpuMemcpyDefault, s));
+  return gp__gpu_finish(stream, sync, __func__);
+}

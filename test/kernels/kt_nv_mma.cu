@@ -3,12 +3,14 @@
  * kernel, for test/test_nv_mma.c. On the CPU backend they run the emulation; on an
  * NVIDIA GPU the same kernels run the real instructions, so the suite is also the lane
  * probe that checks the emulation's tables against the hardware. HIP builds compile it
- * to nothing (the wrappers are NVIDIA-only).
+ * to nothing (the wrappers are NVIDIA-only), and so does the cpu backend's width-64
+ * build (the Makefile's W64_FLAGS): NVIDIA warps have 32 lanes, so these kernels exist
+ * at width 32 only.
  *
  * Every kernel runs one warp (32 threads) unless said otherwise; the host computes every
  * register each lane passes in or must get back (test_nv_mma.c).
  */
-#if !defined(GP_BUILD_HIP)
+#if !defined(GP_BUILD_HIP) && !(defined(GP_WARP_SIZE) && GP_WARP_SIZE != 32)
 #include <gpuport/kernel.h>
 #include <gpuport/nv_mma.h>
 

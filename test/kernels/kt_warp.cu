@@ -1,6 +1,6 @@
 /*
  * kt_warp.cu - warp operations for test/test_kernel.c, built at GP_WARP_SIZE (32 on
- * the CPU and CUDA, 64 on HIP) and, through kt_warp_w64.cu, at 64 on the CPU.
+ * the CPU and CUDA, 64 on HIP) and, built again with the Makefile's W64_FLAGS, at 64 on the CPU.
  *
  * kt_warp_ops: one thread per element, 1D blocks; thread g writes NI ints and NF floats
  * and two 64-bit masks (layout in test_kernel.c, which recomputes them on the host).
