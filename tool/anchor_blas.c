@@ -95,27 +95,7 @@ gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_
   return st == 0 ? GP_SUCCESS : GP_ERROR_LAUNCH_FAILED;
 }
 
-
-/* The attention anchor's batched GEMMs: hipBLASLt only. */
-struct tool_lt_gemm {
-  int unused;
-};
-
-tool_lt_gemm_t *tool_lt_gemm_create(const tool_lt_shape_t *sh, char *why, size_t why_len) {
-  (void)sh;
-  snprintf(why, why_len, "hipBLASLt is the hip backend's anchor");
-  return NULL;
-}
-
-gp_status_t tool_lt_gemm_run(void *ctx, gp_stream_t s) {
-  (void)ctx, (void)s;
-  return GP_ERROR_NOT_SUPPORTED;
-}
-
-void tool_lt_gemm_destroy(tool_lt_gemm_t *g) { (void)g; }
-
 #elif defined(GP_BUILD_HIP)
-
 
 typedef int lt_status_t; /* hipblasStatus_t: 0 is HIPBLAS_STATUS_SUCCESS */
 typedef void *lt_handle_t, *lt_desc_t, *lt_layout_t, *lt_pref_t;
@@ -291,7 +271,6 @@ void tool_lt_gemm_destroy(tool_lt_gemm_t *g) {
   free(g);
 }
 
-
 /* ---- the tool_vendor_gemm interface: row-major C = A B, one plan kept per product ---- */
 
 static tool_lt_gemm_t *g_plan;
@@ -327,8 +306,9 @@ gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_
   return GP_ERROR_NOT_SUPPORTED;
 }
 
+#endif
 
-/* The attention anchor's batched GEMMs: hipBLASLt only. */
+#if !defined(GP_BUILD_HIP) /* the attention anchor's batched GEMMs: hipBLASLt only */
 struct tool_lt_gemm {
   int unused;
 };
@@ -345,5 +325,4 @@ gp_status_t tool_lt_gemm_run(void *ctx, gp_stream_t s) {
 }
 
 void tool_lt_gemm_destroy(tool_lt_gemm_t *g) { (void)g; }
-
 #endif
