@@ -135,7 +135,7 @@ OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
   $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
-  $(if $(filter hip,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
+  $(if $(filter hip cpu,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
 build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
@@ -158,6 +158,12 @@ build/$(1)$(2)/%.w64.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src
 $(if $(filter cpu,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_SM80 $(3) -c $$< -o $$@)
+
+# ... and the hip/ kernels, built for the CPU executor at wave64 with their MFMA emulated
+# lane by lane (gpuport/amd_mfma.h): GP_CPU_GEMM=mfma, GP_CPU_ATTENTION=mfma.
+$(if $(filter cpu,$(1)),build/$(1)$(2)/hip/%.cu.o: hip/%.cu $$(wildcard hip/*.h include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_MFMA $(3) -c $$< -o $$@)
 
 # The cuda backend's cuda/ kernels keep their ptxas report (-Xptxas -v) and their PTX
 # (-keep) beside the object, for the static checks of tools/sm80-facts.sh (make check-sm80).
@@ -325,6 +331,12 @@ check-sm80: $(SM80_OBJ)
 check-sm90: $(SM80_OBJ)
 	sh tools/sm90-facts.sh build/cuda/cuda
 
+# Static facts of the AMD kernels (no GPU needed): hip/*.cu built by hipcc for each
+# HIP_ARCHS target; no scratch or VGPR spills in the resource-usage remarks, v_mfma in
+# every kernel's disassembly (KERNELS.md); the figures PERFORMANCE.md quotes.
+check-hip-kernels:
+	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh tools/hip-kernel-check.sh build/hip-check
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh tools/exports.sh $^
@@ -334,5 +346,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 mpi test-valgrind \
+.PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

@@ -7,13 +7,16 @@
  *                 src/cpu/attention_bwd_cpu.c), or the portable dialect kernels on the
  *                 SIMT executor when GP_CPU_ATTENTION=portable (so the GPU kernels are
  *                 tested without a GPU), or with GP_CPU_ATTENTION=sm80 the cuda/ sm_80
- *                 kernels on the executor under emulation, the portable kernels where
- *                 they do not apply;
+ *                 kernels on the executor under emulation, or with
+ *                 GP_CPU_ATTENTION=mfma the hip/ AMD MFMA kernels there at wave64, the
+ *                 portable kernels where they do not apply;
  *   cuda          the sm_80 kernels (cuda/attention_sm80.cu, chosen by
  *                 src/attention_sm80.c) on devices of compute capability 8.0 and above
  *                 where they apply, else the portable dialect kernels;
- *   hip           the portable dialect kernels (src/kernels/attention.cu,
- *                 src/kernels/attention_bwd.cu).
+ *   hip           the MFMA kernels (hip/attention_mfma.cu, hip/attention_bwd_mfma.cu,
+ *                 chosen by src/attention_mfma.c) where they apply, else the portable
+ *                 dialect kernels (src/kernels/attention.cu, src/kernels/attention_bwd.cu).
+ * When a matrix-core kernel does not take a call, the INFO line says why.
  */
 #include <math.h>
 #include <stdio.h>
@@ -180,6 +183,24 @@ static gp_status_t check_desc(const char *func, const gp_attention_desc_t *desc,
   return GP_SUCCESS;
 }
 
+#if defined(GP_BUILD_CPU)
+/* GP_CPU_ATTENTION values that run dialect kernels on the executor: the portable ones
+ * wherever a matrix-core kernel (sm80, mfma) does not apply, as on a GPU. */
+static bool kernels_mode(const char *e) {
+  return e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 || strcmp(e, "sm90a") == 0 ||
+                       strcmp(e, "mfma") == 0);
+}
+#endif
+
+/* Why no matrix-core kernel took the call (sm80: why, MFMA: mwhy; empty when that kind
+ * is not enabled), appended to the INFO line's description. */
+static void append_why(char *what, size_t what_len, const char *why, const char *mwhy) {
+  size_t n = strlen(what);
+  if (why[0] != '\0') snprintf(what + n, what_len - n, "; no sm_80 kernel: %s", why);
+  n = strlen(what);
+  if (mwhy[0] != '\0') snprintf(what + n, what_len - n, "; no MFMA kernel: %s", mwhy);
+}
+
 /* The portable kernel: one block per (query tile, query head, sequence), flattened
  * into grid.x so that blocks reading the same key/value head run side by side. */
 static gp_status_t launch_portable(gp_stream_t stream, const gp__attn_params_t *p,
@@ -271,9 +292,10 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   gp_stream_t s;
   GP__TRY(gp__stream_resolve(stream, func, &s));
 
-  char what[400] = "", why[128] = "";
+  char what[400] = "", why[128] = "", mwhy[128] = "";
   gp_status_t st;
   gp__attn_sm80_plan_t plan;
+  gp__attn_mfma_plan_t mplan;
   gp__attn_sm90_plan_t plan90;
   char why90[128] = "";
   if (kernel == NULL && gp__attn_sm90_choose(&p, &plan90, why90, sizeof(why90))) {
@@ -282,6 +304,9 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   } else if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
     st = gp__attn_sm80_launch(stream, &p, &plan);
     snprintf(what, sizeof(what), "%s%s%s", plan.name, why90[0] ? "; " : "", why90);
+  } else if (kernel == NULL && gp__attn_mfma_choose(&p, &mplan, mwhy, sizeof(mwhy))) {
+    st = gp__attn_mfma_launch(stream, &p, &mplan);
+    snprintf(what, sizeof(what), "%s", mplan.name);
   } else {
     const bool given = kernel != NULL;
     if (kernel == NULL) kernel = GP_KERNEL_REF(gp__attention_fwd_tiled);
@@ -291,20 +316,16 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
     st = launch_portable(stream, &p, kernel, what, sizeof(what));
 #else
     const char *e = getenv(GP__ATTN_ENV);
-    if (given || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 ||
-                                strcmp(e, "sm90a") == 0))) {
+    if (given || kernels_mode(e)) {
       st = launch_portable(stream, &p, kernel, what, sizeof(what));
     } else {
       if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'sm90a' or 'host': using the host "
-                 "implementation", GP__ATTN_ENV, e);
+        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'sm90a', 'mfma' or 'host': using the "
+                 "host implementation", GP__ATTN_ENV, e);
       st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
     }
 #endif
-    if (why[0] != '\0') {
-      size_t n = strlen(what);
-      snprintf(what + n, sizeof(what) - n, "; no sm_80 kernel: %s", why);
-    }
+    append_why(what, sizeof(what), why, mwhy);
   }
   GP__INFO(GP__SUB_ATTN,
            "attention fwd %s: batch %lld, seqlen_q %lld, seqlen_k %lld, heads %lld/%lld, "
@@ -503,31 +524,31 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   bp.rows_q = w.rows_q, bp.rows_k = w.rows_k, bp.nslices = w.nslices;
   bp.deterministic = d.deterministic != 0;
 
-  char what[512] = "", why[128] = "";
+  char what[512] = "", why[128] = "", mwhy[128] = "";
   gp_status_t st;
   gp__attn_sm80_plan_t plan;
+  gp__attn_mfma_plan_t mplan;
   if (kernels == NULL && gp__attn_bwd_sm80_choose(&bp, &plan, why, sizeof(why))) {
     st = launch_bwd_sm80(stream, &bp, &plan, &g_bwd_kernels, what, sizeof(what));
+  } else if (kernels == NULL && gp__attn_bwd_mfma_choose(&bp, &mplan, mwhy, sizeof(mwhy))) {
+    st = gp__attn_bwd_mfma_launch(stream, &bp, &mplan);
+    snprintf(what, sizeof(what), "%s", mplan.name);
   } else {
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
     (void)s; /* gp_launch resolves and checks the stream itself */
     st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
 #else
     const char *e = getenv(GP__ATTN_ENV);
-    if (kernels != NULL || (e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 ||
-                                          strcmp(e, "sm90a") == 0))) {
+    if (kernels != NULL || kernels_mode(e)) {
       st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
     } else {
       if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80' or 'host': using the host "
-                 "implementation", GP__ATTN_ENV, e);
+        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'mfma' or 'host': using the "
+                 "host implementation", GP__ATTN_ENV, e);
       st = gp__cpu_attention_bwd(s, &bp, what, sizeof(what));
     }
 #endif
-    if (why[0] != '\0') {
-      size_t n = strlen(what);
-      snprintf(what + n, sizeof(what) - n, "; no sm_80 kernel: %s", why);
-    }
+    append_why(what, sizeof(what), why, mwhy);
   }
   GP__INFO(GP__SUB_ATTN,
            "attention bwd %s: batch %lld, seqlen_q %lld, seqlen_k %lld, heads %lld/%lld, "

@@ -60,7 +60,9 @@ static inline GP_HOST_DEVICE void gp__attn_key_range(int64_t i, int64_t sq, int6
 /* Environment switch of the CPU backend: GP_CPU_ATTENTION=portable runs the portable
  * dialect kernel on the SIMT executor instead of the tiled host implementation;
  * GP_CPU_ATTENTION=sm80 runs the cuda/ sm_80 kernels there, their mma.sync, ldmatrix
- * and cp.async emulated, with the portable kernel where they do not apply (as on a GPU). */
+ * and cp.async emulated, with the portable kernel where they do not apply (as on a GPU);
+ * GP_CPU_ATTENTION=mfma runs the hip/ AMD MFMA kernels there at wave64, each MFMA
+ * emulated, with the portable kernel where they do not apply (as the hip backend). */
 #define GP__ATTN_ENV "GP_CPU_ATTENTION"
 
 /* Geometry of the portable kernel (src/kernels/attention.cu), shared with its launch:
@@ -228,6 +230,32 @@ bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_pla
 /* Launches it with blocks = nsplit * batch * heads_q blocks (bp->nsplit set). */
 gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
                                      const gp__attn_sm80_plan_t *plan, int64_t blocks);
+
+/* The AMD MFMA kernels (hip/attention_mfma.cu, hip/attention_bwd_mfma.cu;
+ * src/attention_mfma.c). The backward runs two kernels in stream order: dq (and delta
+ * into ws_d), then dk and dv; neither uses atomics or the dq accumulator. */
+typedef struct gp__attn_mfma_plan {
+  gp_kernel_t kernel;     /* forward; backward: the dq kernel */
+  gp_kernel_t kernel_dkv; /* backward: the dk/dv kernel; NULL for the forward */
+  int bwd;
+  unsigned blocks, blocks_dkv, threads;
+  size_t smem, smem_dkv;  /* dynamic LDS, bytes */
+  char name[256];         /* the kernels and their configuration, for the log line */
+} gp__attn_mfma_plan_t;
+/* The one place that decides whether the MFMA kernels run p (hip: always where they fit;
+ * cpu: GP_CPU_ATTENTION=mfma; cuda: never) and which one. False when they do not apply;
+ * when they are enabled but p does not fit them, why receives the reason. */
+bool gp__attn_mfma_choose(const gp__attn_params_t *p, gp__attn_mfma_plan_t *plan, char *why,
+                          size_t why_len);
+/* Launches the chosen forward kernel on the caller's (unresolved) stream. */
+gp_status_t gp__attn_mfma_launch(gp_stream_t stream, const gp__attn_params_t *p,
+                                 const gp__attn_mfma_plan_t *plan);
+/* The same choice for the backward (f16/bf16, head_dim == head_dim_v in 32, 64, 128). */
+bool gp__attn_bwd_mfma_choose(const gp__attn_bwd_params_t *bp, gp__attn_mfma_plan_t *plan,
+                              char *why, size_t why_len);
+/* Launches the dq kernel, then the dk/dv kernel, on the caller's (unresolved) stream. */
+gp_status_t gp__attn_bwd_mfma_launch(gp_stream_t stream, const gp__attn_bwd_params_t *bp,
+                                     const gp__attn_mfma_plan_t *plan);
 
 #ifdef __cplusplus
 }

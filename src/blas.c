@@ -4,16 +4,20 @@
  * problem (src/kernels/gemm_params.h), the INFO log line, and the dispatch:
  *   cpu backend:  OpenBLAS (src/cpu/gemm_cpu.c), or with GP_CPU_GEMM=portable the
  *                 dialect kernel on the SIMT executor, or with GP_CPU_GEMM=sm80 the cuda/
- *                 sm_80 kernels on the executor with their matrix instructions emulated;
+ *                 sm_80 kernels on the executor with their matrix instructions emulated,
+ *                 or with GP_CPU_GEMM=mfma the hip/ AMD MFMA kernels there at wave64;
  *   cuda:         the sm_80 kernels (cuda/gemm_sm80.cu, chosen by src/gemm_sm80.c) on
  *                 devices of compute capability 8.0 and above, else the portable kernel;
- *   hip:          the portable dialect kernel (src/kernels/gemm.cu) through gp_launch.
+ *   hip:          the MFMA kernels (hip/gemm_mfma.cu, chosen by src/gemm_mfma.c).
+ * The portable dialect kernel (src/kernels/gemm.cu) runs through gp_launch where neither
+ * kind of matrix-core kernel is chosen.
  *
  * GP_CPU_GEMM (cpu backend, read once): unset or "openblas" - OpenBLAS, the direct
  * cblas_sgemm for f32 and f32 tiles converted in scratch otherwise; "packed" - always
  * the tiled conversion path; "portable" - the dialect kernel on the executor, so the
  * kernel the GPUs run is tested on machines without one; "sm80" - the cuda/ sm_80
- * kernels on the executor, mma.sync, ldmatrix and cp.async emulated (slow: for tests).
+ * kernels on the executor, mma.sync, ldmatrix and cp.async emulated; "mfma" - the hip/
+ * MFMA kernels on the executor at wave64, each MFMA emulated (both slow: for tests).
  * Tests switch it in-process with gp__gemm_set_cpu_mode().
  *
  * GP_COMPUTE_TF32 allows, never requires, TF32 rounding (cuBLAS's
@@ -50,10 +54,12 @@ static void read_env_mode(void) {
     g_env_mode = GP__GEMM_CPU_PACKED;
   else if (strcmp(e, "sm80") == 0)
     g_env_mode = GP__GEMM_CPU_SM80;
+  else if (strcmp(e, "mfma") == 0)
+    g_env_mode = GP__GEMM_CPU_MFMA;
   else if (strcmp(e, "sm90a") == 0)
     g_env_mode = GP__GEMM_CPU_SM90A;
   else
-    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable, sm80, sm90a: using openblas", e);
+    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable, sm80, sm90a, mfma: using openblas", e);
 }
 
 gp__gemm_cpu_mode_t gp__gemm_cpu_mode(void) {
@@ -278,14 +284,17 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
   const char *kernel;
   gp__gemm_sm80_plan_t plan;
   gp__gemm_sm90_plan_t plan90;
+  gp__gemm_mfma_plan_t mplan;
   const bool sm90 = gp__gemm_sm90_choose(&p, &plan90);
   const bool sm80 = !sm90 && gp__gemm_sm80_choose(&p, &plan);
+  const bool mfma = !sm90 && !sm80 && gp__gemm_mfma_choose(&p, &mplan);
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-  kernel = sm90 ? plan90.name : sm80 ? plan.name : gp__gemm_portable_kernel_name;
+  kernel = sm90 ? plan90.name : sm80 ? plan.name : mfma ? mplan.name : gp__gemm_portable_kernel_name;
 #else
   gp__gemm_cpu_mode_t mode = gp__gemm_cpu_mode();
   kernel = sm90 ? plan90.name
          : sm80 ? plan.name
+         : mfma ? mplan.name
          : mode == GP__GEMM_CPU_PORTABLE ? gp__gemm_portable_kernel_name
                                          : gp__gemm_cpu_kernel_name(&p, mode);
 #endif
@@ -302,6 +311,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
 
   if (sm90) return gp__gemm_sm90_launch(stream, &p, &plan90);
   if (sm80) return gp__gemm_sm80_launch(stream, &p, &plan);
+  if (mfma) return gp__gemm_mfma_launch(stream, &p, &mplan);
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
   (void)resolved;
   return gp__gemm_launch_portable(stream, &p);

@@ -27,7 +27,9 @@ typedef enum gp__gemm_cpu_mode {
   GP__GEMM_CPU_PORTABLE = 2, /* the dialect kernel on the SIMT executor (GP_CPU_GEMM=portable) */
   GP__GEMM_CPU_SM80 = 3,     /* the cuda/ sm_80 kernels on the executor, their mma.sync,
                                 ldmatrix and cp.async emulated (GP_CPU_GEMM=sm80) */
-  GP__GEMM_CPU_SM90A = 4     /* the cuda/ sm_90a kernels on the executor, wgmma, TMA and
+  GP__GEMM_CPU_MFMA = 4,     /* the hip/ AMD MFMA kernels on the executor at wave64, each
+                                MFMA emulated lane by lane (GP_CPU_GEMM=mfma) */
+  GP__GEMM_CPU_SM90A = 5     /* the cuda/ sm_90a kernels on the executor, wgmma, TMA and
                                 mbarrier emulated (GP_CPU_GEMM=sm90a); what they do not
                                 take goes to the sm_80 kernels, emulated too */
 } gp__gemm_cpu_mode_t;
@@ -90,6 +92,19 @@ bool gp__gemm_sm90_choose(const gp__gemm_params_t *p, gp__gemm_sm90_plan_t *plan
 /* Launches the chosen kernel on the caller's (unresolved) stream. */
 gp_status_t gp__gemm_sm90_launch(gp_stream_t stream, const gp__gemm_params_t *p,
                                  const gp__gemm_sm90_plan_t *plan);
+
+/* The AMD MFMA kernels (hip/gemm_mfma.cu; src/gemm_mfma.c). */
+typedef struct gp__gemm_mfma_plan {
+  gp_kernel_t kernel;
+  unsigned grid_x, grid_y, grid_z, threads;
+  char name[160];  /* the kernel and its configuration, for the log line */
+} gp__gemm_mfma_plan_t;
+/* The one place that decides whether the MFMA kernels run p (hip: always; cpu:
+ * GP_CPU_GEMM=mfma; cuda: never) and which one; false when they do not apply. */
+bool gp__gemm_mfma_choose(const gp__gemm_params_t *p, gp__gemm_mfma_plan_t *plan);
+/* Launches the chosen kernel on the caller's (unresolved) stream. */
+gp_status_t gp__gemm_mfma_launch(gp_stream_t stream, const gp__gemm_params_t *p,
+                                 const gp__gemm_mfma_plan_t *plan);
 
 #ifdef __cplusplus
 }

@@ -11,8 +11,13 @@
  * build of src/kernels/attention.cu) through the internal gp__attention_fwd_kernel(), and
  * the cuda/ sm_80 kernels with their mma.sync, ldmatrix and cp.async emulated
  * (GP_CPU_ATTENTION=sm80, warp width 32 only: they are NVIDIA kernels; cases they do not
- * take run the portable kernel there, as on a GPU). Every head_dim the sm_80 kernels have
- * (32, 64, 96, 128, 256) appears in f16 or bf16 cases below.
+ * take run the portable kernel there, as on a GPU), and the hip/ AMD MFMA kernels at
+ * wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma: every case they take, plus the
+ * smallest they leave to the portable kernel). Every head_dim the sm_80 kernels have
+ * (32, 64, 96, 128, 256) and every one the MFMA kernels have (32, 64, 128) appears in f16
+ * or bf16 cases below, with causal masks at seqlen_q < and > seqlen_k, GQA/MQA, sliding
+ * windows, varlen, packed and padded layouts (L_PAD: rows that allow no 16-byte load, so
+ * the MFMA kernels' element-load path runs).
  */
 #include <check.h>
 #include <math.h>
@@ -30,15 +35,16 @@
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_SM90A = 4 };
-static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "sm90a"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4, M_SM90A = 5 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma", "sm90a"};
 
 static uint64_t g_seed;
 
 enum layout {
   L_DEFAULT = 0, /* [batch, seq, heads, dim] */
   L_QKV = 1,     /* q, k, v slices of one packed [batch, seq, hq + 2 hkv, dim] tensor; o padded */
-  L_BHSD = 2     /* [batch, heads, seq, dim] for q, k, v and o */
+  L_BHSD = 2,    /* [batch, heads, seq, dim] for q, k, v and o */
+  L_PAD = 3      /* default layout with q, k, v rows padded by 3 elements (odd strides) */
 };
 
 typedef struct acase {
@@ -89,6 +95,8 @@ static const acase_t cases[] = {
     {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
     {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
     {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
+    {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0},
+    {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -153,6 +161,11 @@ static void run_case(const acase_t *c, int mode) {
     to = (strides_t){0, 0, dv + 5};
     to.ss = c->hq * to.hs + 7;
     to.bs = rows_q * to.ss + 11;
+  } else if (c->layout == L_PAD) {
+    tq = (strides_t){rows_q * (c->hq * c->d + 3), c->hq * c->d + 3, c->d};
+    tk = (strides_t){rows_k * (c->hkv * c->d + 3), c->hkv * c->d + 3, c->d};
+    tv = (strides_t){rows_k * (c->hkv * dv + 3), c->hkv * dv + 3, dv};
+    to = (strides_t){rows_q * c->hq * dv, c->hq * dv, dv};
   } else if (c->layout == L_BHSD) {
     tq = (strides_t){c->hq * rows_q * c->d, c->d, rows_q * c->d};
     tk = (strides_t){c->hkv * rows_k * c->d, c->d, rows_k * c->d};
@@ -235,6 +248,8 @@ static void run_case(const acase_t *c, int mode) {
     setenv("GP_CPU_ATTENTION", "portable", 1);
   else if (mode == M_SM80)
     setenv("GP_CPU_ATTENTION", "sm80", 1);
+  else if (mode == M_MFMA)
+    setenv("GP_CPU_ATTENTION", "mfma", 1);
   else if (mode == M_SM90A)
     setenv("GP_CPU_ATTENTION", "sm90a", 1);
   else
@@ -362,7 +377,69 @@ START_TEST(test_sm90a) {
 }
 END_TEST
 
+/* The hip/ MFMA kernels under emulation (cpu backend; the hip backend runs them by
+ * default): every case they take (f16/bf16, head_dim == head_dim_v in 32, 64, 128) and
+ * the smallest they leave to the portable kernel (the fallback, at little CI time). */
+static int mfma_takes(const acase_t *c) {
+  const int64_t dv = c->dv ? c->dv : c->d;
+  return c->dtype != GP_F32 && dv == c->d && (c->d == 32 || c->d == 64 || c->d == 128);
+}
+
+START_TEST(test_mfma) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  int other = -1;
+  for (int i = 0; i < NCASES; i++) {
+    const acase_t *c = &cases[i], *o = other >= 0 ? &cases[other] : NULL;
+    if (!mfma_takes(c) && (!o || c->batch * c->hq * c->sq * c->sk < o->batch * o->hq * o->sq * o->sk))
+      other = i;
+  }
+  if (!mfma_takes(&cases[_i]) && _i != other) return;
+  run_case(&cases[_i], M_MFMA);
+}
+END_TEST
+
 #if defined(GP_BUILD_CPU)
+/* The choice itself (src/attention_mfma.c): what the MFMA kernels take (any alignment),
+ * what they leave to the portable kernel, and the reason the INFO line gives. */
+START_TEST(test_mfma_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__attn_params_t p;
+  memset(&p, 0, sizeof p);
+  p.q = p.k = p.v = buf;
+  p.o = buf;
+  p.batch = 2, p.seqlen_q = 200, p.seqlen_k = 300, p.heads_q = 8, p.heads_kv = 2;
+  p.head_dim = p.head_dim_v = 128;
+  p.q_hs = p.k_hs = p.v_hs = 128;
+  p.q_ss = 8 * 128, p.k_ss = p.v_ss = 2 * 128 + 3; /* rows not 16-byte aligned: taken */
+  p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * (2 * 128 + 3);
+  p.dtype = GP_BF16;
+  p.window_left = p.window_right = -1;
+  gp__attn_mfma_plan_t plan;
+  char why[128] = "";
+  setenv("GP_CPU_ATTENTION", "sm80", 1);
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  setenv("GP_CPU_ATTENTION", "mfma", 1);
+  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_bf16_d128");
+  ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles x heads x sequences */
+  ck_assert_uint_eq(plan.threads, 256);
+  ck_assert_uint_eq(plan.smem, 64u * (128u + 128u) * 2u);
+  p.head_dim = p.head_dim_v = 32, p.dtype = GP_F16;
+  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_f16_d32");
+  p.head_dim = p.head_dim_v = 96;
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim 96") != NULL, "%s", why);
+  p.head_dim = 64, p.head_dim_v = 32;
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
+  p.head_dim_v = 64, p.dtype = GP_F32;
+  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
+  unsetenv("GP_CPU_ATTENTION");
+}
+END_TEST
+
 /* The choice itself (src/attention_sm80.c): what the sm_80 kernels take, what they
  * leave to the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_sm80_choice) {
@@ -578,6 +655,13 @@ static Suite *attention_suite(void) {
   tcase_add_loop_test(tc, test_sm80, 0, NCASES);
 #if defined(GP_BUILD_CPU)
   tcase_add_test(tc, test_sm80_choice);
+#endif
+  suite_add_tcase(s, tc);
+  tc = tcase_create("mfma");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_mfma, 0, NCASES);
+#if defined(GP_BUILD_CPU)
+  tcase_add_test(tc, test_mfma_choice);
 #endif
   suite_add_tcase(s, tc);
   return s;

@@ -15,7 +15,10 @@
  * src/kernels/attention_bwd.cu), and the cuda/ sm_80 main kernel between the portable
  * pre- and postprocess kernels with its mma.sync, ldmatrix and cp.async emulated
  * (GP_CPU_ATTENTION=sm80, warp width 32 only: an NVIDIA kernel; cases it does not take
- * run the portable kernels there, as on a GPU).
+ * run the portable kernels there, as on a GPU), and the hip/ AMD MFMA kernels (dq, then
+ * dk/dv) at wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma), for every case they
+ * take: f16/bf16 at head_dim 32, 64 and 128, causal with seqlen_q != seqlen_k, GQA/MQA,
+ * sliding windows, varlen, packed layouts, deterministic mode.
  * Deterministic mode runs twice and the two results must be equal bit for bit (the
  * host implementation's two runs use different thread counts).
  *
@@ -43,8 +46,8 @@ GP_KERNEL_DECLARE(gp__attention_bwd_dq_w64);
 GP_KERNEL_DECLARE(gp__attention_bwd_dkv_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3 };
-static const char *const mode_names[] = {"host", "portable", "warp64", "sm80"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma"};
 
 static uint64_t g_seed;
 
@@ -316,6 +319,8 @@ static void run_bwd(run_t *r, int mode, int det) {
     setenv("GP_CPU_ATTENTION", "portable", 1);
   else if (mode == M_SM80)
     setenv("GP_CPU_ATTENTION", "sm80", 1);
+  else if (mode == M_MFMA)
+    setenv("GP_CPU_ATTENTION", "mfma", 1);
   else
     unsetenv("GP_CPU_ATTENTION");
   gp_status_t st;
@@ -410,6 +415,14 @@ static void check_deterministic(run_t *r, int mode) {
   free(first);
 }
 
+/* Whether the hip/ MFMA backward takes the case (f16/bf16, head_dim == head_dim_v in 32,
+ * 64, 128): the mfma mode runs only those (the others would run the portable kernels
+ * again, already covered). */
+static int mfma_takes(const bcase_t *c) {
+  const int64_t dv = c->dv ? c->dv : c->d;
+  return c->dtype != GP_F32 && dv == c->d && (c->d == 32 || c->d == 64 || c->d == 128);
+}
+
 START_TEST(test_case) {
   const bcase_t *c = &cases[_i];
   if (!have_device()) {
@@ -419,8 +432,9 @@ START_TEST(test_case) {
   run_t r;
   setup(&r, c);
   const int cpu = gp_backend() == GP_BACKEND_CPU;
-  for (int mode = M_DEFAULT; mode <= M_SM80; mode++) {
+  for (int mode = M_DEFAULT; mode <= M_MFMA; mode++) {
     if (mode != M_DEFAULT && (!cpu || !c->portable)) continue;
+    if (mode == M_MFMA && !mfma_takes(c)) continue;
     run_bwd(&r, mode, 0);
     check_grads(&r, mode_names[mode]);
   }
@@ -428,6 +442,7 @@ START_TEST(test_case) {
     check_deterministic(&r, M_DEFAULT);
     if (cpu && c->portable) check_deterministic(&r, M_PORTABLE);
     if (cpu && c->portable) check_deterministic(&r, M_SM80);
+    if (cpu && c->portable && mfma_takes(c)) check_deterministic(&r, M_MFMA);
   }
   teardown(&r);
 }

@@ -6,7 +6,7 @@
  *
  * Inputs are fresh random values (never zero) from one seed per process, printed at
  * the start; GP_TEST_SEED=<seed> replays a run. On the cpu backend each result test
- * runs in four modes (loop index): 0 the default path (direct cblas_sgemm where it
+ * runs in five modes (loop index): 0 the default path (direct cblas_sgemm where it
  * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
  * kernel on the SIMT executor (GP_CPU_GEMM=portable), also at warp width 64 (test case
  * "portable at width 64": GP_CPU_WARP_SIZE=64 runs the kernel's width-64 build), 3 the
@@ -14,7 +14,10 @@
  * (GP_CPU_GEMM=sm80; warp width 32 only: they are NVIDIA kernels); on GPU backends every
  * mode runs the GPU kernel. The sm80 tests add shapes that reach the sm_80 kernels' other
  * paths: 16-byte aligned operands (cp.async), several 128-wide tiles with edges inside a
- * 16-byte chunk, more k tiles than pipeline stages.
+ * 16-byte chunk, more k tiles than pipeline stages. Mode 4 runs the hip/ AMD MFMA
+ * kernels on the executor at wave64 with each MFMA emulated (GP_CPU_GEMM=mfma), and the
+ * mfma tests do for them what the sm80 tests do: several 128 x 128 tiles, k tails inside
+ * a 64-byte stage, leading dimensions that do and do not allow 16-byte loads, batches.
  */
 #include <check.h>
 #include <unistd.h>
@@ -39,8 +42,8 @@ static uint64_t g_seed;
 /* ---- one case ------------------------------------------------------------------------ */
 
 enum { API_GEMM = 0, API_BATCHED = 1, API_EX = 2 };
-enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_SM80 = 3, MODE_COUNT = 4 };
-enum { MODE_SM90A = 4 }; /* run by the sm90a tests only (not by the loops over MODE_COUNT) */
+enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_SM80 = 3, MODE_MFMA = 4, MODE_COUNT = 5 };
+enum { MODE_SM90A = MODE_COUNT }; /* run by the sm90a tests only (not by the loops over MODE_COUNT) */
 
 typedef struct gemm_case {
   gp_layout_t layout;
@@ -99,6 +102,7 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 
 static void set_mode(int mode) {
   gp__gemm_set_cpu_mode(mode == MODE_SM90A      ? GP__GEMM_CPU_SM90A
+                        : mode == MODE_MFMA     ? GP__GEMM_CPU_MFMA
                         : mode == MODE_SM80     ? GP__GEMM_CPU_SM80
                         : mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
                         : mode == MODE_PACKED   ? GP__GEMM_CPU_PACKED
@@ -641,6 +645,98 @@ START_TEST(test_sm80_log_line) {
 END_TEST
 #endif
 
+/* ---- the AMD MFMA kernels --------------------------------------------------------------- */
+
+/* Shapes that reach the MFMA kernels' other paths, each transpose pair with two type
+ * combinations (every one of the five appears): several 128 x 128 tiles with m and n
+ * edges inside one, k tails inside a 64-byte stage, leading dimensions that do and do
+ * not allow 16-byte loads, batches with gaps, beta 0 and not, an epilogue. On the cpu
+ * backend they run with GP_CPU_GEMM=mfma (the hip/ kernels under emulation); on a GPU,
+ * on its kernels. */
+START_TEST(test_mfma_shapes) {
+  set_mode(MODE_MFMA);
+  unsigned id = 800;
+  static const size_t picks[4][2] = {{0, 2}, {1, 4}, {2, 3}, {3, 0}}; /* k_types indices */
+  for (int v = 0; v < 4; v++)
+    for (int pi = 0; pi < 2; pi++) {
+      const size_t t = picks[v][pi];
+      gemm_case_t cs = base_case();
+      cs.api = v == 2 ? API_EX : API_BATCHED;
+      cs.m = 200; cs.n = 150; cs.k = 70 + 8 * v;
+      cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+      cs.layout = (t + (size_t)v) & 1 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+      cs.ta = v & 1 ? GP_OP_T : GP_OP_N;
+      cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.pad_a = v == 1 ? 3 : 8; cs.pad_b = v == 2 ? 1 : 0; cs.pad_c = 1;
+      cs.batch = v == 3 ? 2 : 1;
+      cs.gap_a = 8; cs.gap_b = 16; cs.gap_c = 4;
+      cs.beta = v & 1 ? 0.0f : 0.5f;
+      cs.epi = v == 2 ? GP_EPILOGUE_BIAS_RELU : GP_EPILOGUE_NONE;
+      cs.id = id++;
+      run_case(&cs);
+    }
+}
+END_TEST
+
+#ifdef GP_BUILD_CPU
+/* The choice itself (src/gemm_mfma.c), on the cpu backend where the mode decides. */
+START_TEST(test_mfma_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__gemm_params_t p;
+  memset(&p, 0, sizeof p);
+  p.m = 300; p.n = 130; p.k = 70; p.batch = 3;
+  p.a = buf; p.b = buf; p.c = buf; p.lda = 300; p.ldb = 72; p.ldc = 300;
+  p.ab_type = GP_BF16; p.c_type = GP_F32;
+  gp__gemm_mfma_plan_t plan;
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
+  ck_assert(!gp__gemm_mfma_choose(&p, &plan));
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_MFMA);
+  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_bf16");
+  ck_assert_uint_eq(plan.grid_x, 3); /* 300 rows: 3 tiles of 128 */
+  ck_assert_uint_eq(plan.grid_y, 2);
+  ck_assert_uint_eq(plan.grid_z, 3);
+  ck_assert_uint_eq(plan.threads, 256);
+  ck_assert(strstr(plan.name, "gp__gemm_mfma_bf16 (v_mfma_f32_32x32x8bf16_1k") == plan.name);
+  p.ab_type = GP_F16; p.trans_a = 1; p.lda = 71; /* any layout and alignment: same kernel */
+  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f16");
+  p.ab_type = GP_F32; p.batch = 70000; /* the kernel loops over the batch beyond 65535 */
+  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f32");
+  ck_assert_uint_eq(plan.grid_z, 65535);
+  gp__gemm_set_cpu_mode(-1);
+}
+END_TEST
+
+/* GP_DEBUG=INFO names the MFMA kernel chosen (a forked child reads GP_DEBUG afresh). */
+START_TEST(test_mfma_log_line) {
+  const char *fork_env = getenv("CK_FORK");
+  if (fork_env && strcmp(fork_env, "no") == 0) return;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gp_test_gemm_mfma_%d.log", (int)getpid());
+  setenv("GP_DEBUG", "INFO", 1);
+  setenv("GP_DEBUG_SUBSYS", "GEMM", 1);
+  setenv("GP_DEBUG_FILE", path, 1);
+  set_mode(MODE_MFMA);
+  gemm_case_t cs = base_case();
+  cs.ab = GP_F16; cs.c = GP_F32; cs.m = 20; cs.n = 9; cs.k = 17;
+  run_case(&cs);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no log file %s", path);
+  char line[4096];
+  bool found = false;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, "INFO GEMM gp_gemm: row-major NN") &&
+        strstr(line, "kernel=gp__gemm_mfma_f16 (v_mfma_f32_32x32x8f16"))
+      found = true;
+  fclose(f);
+  unlink(path);
+  ck_assert_msg(found, "no INFO line naming gp__gemm_mfma_f16");
+}
+END_TEST
+#endif
+
 /* ---- cpu-only paths ------------------------------------------------------------------- */
 
 /* Larger shapes: the direct cblas_sgemm (f32) and, for the packed path, several
@@ -888,6 +984,14 @@ static Suite *gemm_suite(void) {
   tcase_add_test(t90, test_sm90_choice);
 #endif
   suite_add_tcase(s, t90);
+  TCase *tmf = tcase_create("mfma");
+  tcase_set_timeout(tmf, 240);
+  tcase_add_test(tmf, test_mfma_shapes);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(tmf, test_mfma_choice);
+  tcase_add_test(tmf, test_mfma_log_line);
+#endif
+  suite_add_tcase(s, tmf);
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
   suite_add_tcase(s, te);

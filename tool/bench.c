@@ -12,7 +12,12 @@
  * FlashAttention's benchmarks do); memcpy reports GB/s (10^9 bytes copied per second). The
  * GEMM table also shows an anchor on the same shape, what the machine can do, and
  * gpuport's ratio to it: OpenBLAS cblas_sgemm on the CPU backend (host-timed), cuBLAS's
- * cublasGemmEx on the cuda backend (anchor_blas.c: same stream, buffers and events).
+ * cublasGemmEx on the cuda backend, hipBLASLt's hipblasLtMatmul on the hip backend
+ * (anchor_blas.c: same stream, buffers and events); where the vendor library is absent
+ * (hipBLASLt is not in Debian's ROCm 5.2) the column says why. On the hip backend the
+ * attention table has hipBLASLt in the same column: the two batched GEMMs of the
+ * forward's dense FLOPs (S = K Q^T, O^T = V^T S over batch x heads, without softmax or
+ * mask: the GEMM work alone).
  * launch (tool/bench_launch.c) is timed on the host, from the first enqueue to the end of
  * the stream synchronisation (launch cost is host time).
  */
@@ -123,20 +128,26 @@ static const char *anchor_name(void) {
   return gp_backend() == GP_BACKEND_CPU ? "OpenBLAS cblas_sgemm" : tool_vendor_gemm_name();
 }
 
+/* One row; anchor > 0: the anchor's figure and our ratio to it; else note, when set, says
+ * why the anchor column is empty. */
 static void result(const bench_opts_t *o, const char *kind, const char *shape, const char *dtype,
-                   double ms, const char *unit, double value, double anchor, double ratio) {
+                   double ms, const char *unit, double value, double anchor, double ratio,
+                   const char *note) {
+  const char *name = anchor_name() ? anchor_name() : "anchor";
   if (o->json) {
     printf("%s\n    {\"bench\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"median_ms\": %.4f, "
            "\"%s\": %.4f",
            n_results ? "," : "", kind, shape, dtype, ms, unit, value);
     if (anchor > 0)
-      printf(", \"anchor\": \"%s\", \"anchor_tflops\": %.4f, \"ratio\": %.3f", anchor_name(), anchor,
-             ratio);
+      printf(", \"anchor\": \"%s\", \"anchor_tflops\": %.4f, \"ratio\": %.3f", name, anchor, ratio);
+    else if (note)
+      printf(", \"anchor\": \"%s\", \"anchor_note\": \"%s\"", name, note);
     printf("}");
   } else {
     printf("%-10s %-34s %-5s %10.3f ms %9.3f %s", kind, shape, dtype, ms, value,
            !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
-    if (anchor > 0) printf("   %s %.3f TFLOP/s, ratio %.2f", anchor_name(), anchor, ratio);
+    if (anchor > 0) printf("   %s %.3f TFLOP/s, ratio %.2f", name, anchor, ratio);
+    else if (note) printf("   %s: %s", name, note);
     printf("\n");
   }
   fflush(stdout);
@@ -235,13 +246,18 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
       TOOL_TRY(gp_malloc(&g.c, nc));
       TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
       double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
+      const char *note = gp_backend() != GP_BACKEND_CPU && !vendor ? tool_vendor_gemm_unavailable() : NULL;
+      char failed[96];
       if (vendor) {
+        /* A vendor call that fails (no algorithm for the shape) empties the column only. */
         double vms = 0;
-        TOOL_TRY(time_runs(o, shape, run_vendor_gemm, &g, s, &vms));
-        anchor = 2e-9 * (double)m * (double)n * (double)k / vms;
+        gp_status_t vst = time_runs(o, shape, run_vendor_gemm, &g, s, &vms);
+        if (vst == GP_SUCCESS) anchor = 2e-9 * (double)m * (double)n * (double)k / vms;
+        snprintf(failed, sizeof failed, "failed on this shape (%s)", gp_status_name(vst));
+        if (vst != GP_SUCCESS) note = failed, anchor = 0;
       }
       result(o, "gemm", shape, g.tf32 ? "tf32" : gp_dtype_name(g.t), ms, "tflops", tf, anchor,
-             anchor > 0 ? tf / anchor : 0);
+             anchor > 0 ? tf / anchor : 0, note);
     out:
       gp_free(g.a), gp_free(g.b), gp_free(g.c);
       if (rc) return rc;
@@ -289,6 +305,55 @@ out:
   return st;
 }
 
+/* hipBLASLt on each product of sh[0..n-1], run one after the other on s: *tflops for
+ * flops over their summed medians, or the reason there is none in note. */
+static void lt_anchor(const bench_opts_t *o, gp_stream_t s, const tool_lt_shape_t *sh, int n,
+                      double flops, double *tflops, char *note, size_t note_len) {
+  double total = 0;
+  for (int i = 0; i < n; i++) {
+    tool_lt_gemm_t *g = tool_lt_gemm_create(&sh[i], note, note_len);
+    double ms = 0;
+    if (!g) return;
+    gp_status_t st = time_runs(o, "hipBLASLt", tool_lt_gemm_run, g, s, &ms);
+    tool_lt_gemm_destroy(g);
+    if (st != GP_SUCCESS) {
+      snprintf(note, note_len, "failed on this shape (%s)", gp_status_name(st));
+      return;
+    }
+    total += ms;
+  }
+  if (total > 0) *tflops = flops * 1e-9 / total;
+}
+
+/* The hip backend's attention anchor: hipBLASLt's two batched GEMMs of the forward's
+ * dense FLOPs over batch x heads_q, on contiguous scratch buffers: S (seqlen_k x
+ * seqlen_q) = K Q^T, then O^T (head_dim x seqlen_q) = V^T S (the causal mask and the
+ * softmax are not the GEMM library's work). An absent library or scratch that does not
+ * fit leaves the reason in note. */
+static void attn_anchor(const bench_opts_t *o, gp_stream_t s, const gp_attention_desc_t *d,
+                        double *tflops, char *note, size_t note_len) {
+  const int64_t bh = d->batch * d->heads_q, sq = d->seqlen_q, sk = d->seqlen_k, hd = d->head_dim;
+  size_t nq, nk, ns;
+  if (!elements(&nq, bh, sq, hd, 1) || !elements(&nk, bh, sk, hd, 1) || !elements(&ns, bh, sq, sk, 1))
+    return;
+  const size_t es = gp_dtype_size(d->dtype);
+  void *q = NULL, *k = NULL, *v = NULL, *sm = NULL, *out = NULL;
+  gp_status_t st;
+  if ((st = filled(&q, d->dtype, nq)) == GP_SUCCESS && (st = filled(&k, d->dtype, nk)) == GP_SUCCESS &&
+      (st = filled(&v, d->dtype, nk)) == GP_SUCCESS && (st = gp_malloc(&sm, ns * es)) == GP_SUCCESS &&
+      (st = gp_malloc(&out, nq * es)) == GP_SUCCESS) {
+    /* Column-major views: Q^T, K^T and V^T are head_dim x seq (ld head_dim) per head. */
+    const tool_lt_shape_t sh[2] = {
+        {d->dtype, 1, 0, sk, sq, hd, bh, k, q, sm, hd, hd, sk, sk * hd, sq * hd, sk * sq},
+        {d->dtype, 0, 0, hd, sq, sk, bh, v, sm, out, hd, sk, hd, sk * hd, sk * sq, sq * hd}};
+    lt_anchor(o, s, sh, 2, 4.0 * (double)bh * (double)sq * (double)sk * (double)hd, tflops, note,
+              note_len);
+  } else {
+    snprintf(note, note_len, "no device memory for the GEMMs' scratch (%s)", gp_status_name(st));
+  }
+  gp_free(q), gp_free(k), gp_free(v), gp_free(sm), gp_free(out);
+}
+
 static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   /* Llama-3-8B attention: 32 query heads, 8 KV heads, head_dim 128. */
@@ -320,10 +385,15 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
     if (o->backward) {
       if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
       TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
-      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0);
+      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0, NULL);
     } else {
       TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
-      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", flops * 1e-9 / ms, 0, 0);
+      const double tf = flops * 1e-9 / ms;
+      double anchor = 0;
+      char note[200] = "";
+      if (gp_backend() == GP_BACKEND_HIP) attn_anchor(o, s, &a, &anchor, note, sizeof note);
+      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", tf, anchor,
+             anchor > 0 ? tf / anchor : 0, note[0] ? note : NULL);
     }
   out:
     gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
@@ -373,7 +443,7 @@ static int bench_memcpy(const bench_opts_t *o, gp_stream_t s) {
     snprintf(shape, sizeof shape, "%s %s", runs[i].name, sz);
     double ms = 0;
     TOOL_TRY(time_runs(o, shape, run_copy, &runs[i].c, s, &ms));
-    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, 0, 0);
+    result(o, "memcpy", shape, "u8", ms, "gbps", (double)bytes / ms * 1e-6, 0, 0, NULL);
   }
 out:
   gp_free_host(pinned), gp_free(d1), gp_free(d2), free(pageable);
@@ -397,13 +467,14 @@ static const char bench_usage[] =
     "             --tf32: f32 inputs with GP_COMPUTE_TF32)\n"
     "             default (GPU): bf16 at 4096^3, 8192^3 and the Llama-3-8B projections for\n"
     "             4096 tokens (4096x6144x4096, 4096x28672x4096, 4096x4096x14336), beside\n"
-    "             cuBLAS on the cuda backend;\n"
+    "             cuBLAS on the cuda backend, hipBLASLt on the hip backend (when installed);\n"
     "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
     "             --deterministic 0|1 (backward)\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
-    "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU)\n"
+    "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU); on the hip backend beside\n"
+    "             hipBLASLt's two batched GEMMs of the same FLOPs (when installed)\n"
     "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
     "  launch:    dialect kernels against plain C loops over the same arrays: vector add and\n"
     "             fma + erf-GELU over 2^24 floats, a shuffle/shared-memory reduction, the cost\n"

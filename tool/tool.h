@@ -69,12 +69,31 @@ typedef void (*tool_sgemm_fn)(int m, int n, int k, float alpha, const float *a, 
 tool_sgemm_fn tool_anchor_sgemm(void);
 
 /* The anchor for GPU GEMM figures (anchor_blas.c): the vendor BLAS, loaded on first use.
- * tool_vendor_gemm_name: "cuBLAS", or NULL where there is none; _unavailable: NULL when
+ * tool_vendor_gemm_name: "cuBLAS" or "hipBLASLt", or NULL where there is none; _unavailable: NULL when
  * it can run, else why not; tool_vendor_gemm: row-major C = A B (m x k by k x n, dense,
  * type t in and out, f32 accumulation, tf32: TF32 allowed) enqueued on s. */
 const char *tool_vendor_gemm_name(void);
 const char *tool_vendor_gemm_unavailable(void);
 gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_dtype_t t,
                              bool tf32, const void *a, const void *b, void *c);
+
+/* The hip backend's attention anchor (anchor_blas.c): one hipBLASLt product C (m x n,
+ * column-major, ldc) = op(A) op(B) of one type (f32 accumulation, alpha 1, beta 0), batch
+ * strided, on device buffers. Elsewhere create returns NULL with the reason. */
+typedef struct tool_lt_shape {
+  gp_dtype_t type;
+  int trans_a, trans_b;
+  int64_t m, n, k, batch;
+  const void *a, *b;
+  void *c;
+  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+} tool_lt_shape_t;
+typedef struct tool_lt_gemm tool_lt_gemm_t;
+/* Loads hipBLASLt (once) and picks its algorithm for the shape; NULL with the reason in
+ * why (not the hip backend, library absent, no algorithm). */
+tool_lt_gemm_t *tool_lt_gemm_create(const tool_lt_shape_t *shape, char *why, size_t why_len);
+/* Enqueues the product on s (an enqueue function for the bench timer; ctx is the plan). */
+gp_status_t tool_lt_gemm_run(void *ctx, gp_stream_t s);
+void tool_lt_gemm_destroy(tool_lt_gemm_t *g);
 
 #endif /* GP_TOOL_H */

