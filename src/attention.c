@@ -26,6 +26,7 @@
 #include "api.h"
 #include "attention_impl.h"
 #include "kernels/sm80.h"
+#include "attention_sm90.h"
 #include "internal.h"
 
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled);
@@ -186,7 +187,8 @@ static gp_status_t check_desc(const char *func, const gp_attention_desc_t *desc,
 /* GP_CPU_ATTENTION values that run dialect kernels on the executor: the portable ones
  * wherever a matrix-core kernel (sm80, mfma) does not apply, as on a GPU. */
 static bool kernels_mode(const char *e) {
-  return e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 || strcmp(e, "mfma") == 0);
+  return e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 || strcmp(e, "sm90a") == 0 ||
+                       strcmp(e, "mfma") == 0);
 }
 #endif
 
@@ -294,9 +296,14 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   gp_status_t st;
   gp__attn_sm80_plan_t plan;
   gp__attn_mfma_plan_t mplan;
-  if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
+  gp__attn_sm90_plan_t plan90;
+  char why90[128] = "";
+  if (kernel == NULL && gp__attn_sm90_choose(&p, &plan90, why90, sizeof(why90))) {
+    st = gp__attn_sm90_launch(stream, &p, &plan90);
+    snprintf(what, sizeof(what), "%s", plan90.name);
+  } else if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
     st = gp__attn_sm80_launch(stream, &p, &plan);
-    snprintf(what, sizeof(what), "%s", plan.name);
+    snprintf(what, sizeof(what), "%s%s%s", plan.name, why90[0] ? "; " : "", why90);
   } else if (kernel == NULL && gp__attn_mfma_choose(&p, &mplan, mwhy, sizeof(mwhy))) {
     st = gp__attn_mfma_launch(stream, &p, &mplan);
     snprintf(what, sizeof(what), "%s", mplan.name);
@@ -313,7 +320,7 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
       st = launch_portable(stream, &p, kernel, what, sizeof(what));
     } else {
       if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'mfma' or 'host': using the "
+        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'sm90a', 'mfma' or 'host': using the "
                  "host implementation", GP__ATTN_ENV, e);
       st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
     }

@@ -71,8 +71,9 @@ static bool sm80_enabled(void) {
   if (gp__api_props(__func__, gp__current_device(), &props) != GP_SUCCESS) return false;
   return props->compute_capability_major >= 8;
 #else
+  /* GP_CPU_ATTENTION=sm90a: the sm_80 kernels take what the sm_90a one does not, as on a GPU */
   const char *e = getenv(GP__ATTN_ENV);
-  return e != NULL && strcmp(e, "sm80") == 0;
+  return e != NULL && (strcmp(e, "sm80") == 0 || strcmp(e, "sm90a") == 0);
 #endif
 }
 

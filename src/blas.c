@@ -56,8 +56,10 @@ static void read_env_mode(void) {
     g_env_mode = GP__GEMM_CPU_SM80;
   else if (strcmp(e, "mfma") == 0)
     g_env_mode = GP__GEMM_CPU_MFMA;
+  else if (strcmp(e, "sm90a") == 0)
+    g_env_mode = GP__GEMM_CPU_SM90A;
   else
-    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable, sm80, mfma: using openblas", e);
+    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable, sm80, sm90a, mfma: using openblas", e);
 }
 
 gp__gemm_cpu_mode_t gp__gemm_cpu_mode(void) {
@@ -68,7 +70,7 @@ gp__gemm_cpu_mode_t gp__gemm_cpu_mode(void) {
 }
 
 void gp__gemm_set_cpu_mode(int mode) {
-  atomic_store_explicit(&g_mode_override, mode > (int)GP__GEMM_CPU_MFMA ? -1 : mode,
+  atomic_store_explicit(&g_mode_override, mode > (int)GP__GEMM_CPU_SM90A ? -1 : mode,
                         memory_order_relaxed);
 }
 
@@ -281,14 +283,17 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
 
   const char *kernel;
   gp__gemm_sm80_plan_t plan;
+  gp__gemm_sm90_plan_t plan90;
   gp__gemm_mfma_plan_t mplan;
-  const bool sm80 = gp__gemm_sm80_choose(&p, &plan);
-  const bool mfma = !sm80 && gp__gemm_mfma_choose(&p, &mplan);
+  const bool sm90 = gp__gemm_sm90_choose(&p, &plan90);
+  const bool sm80 = !sm90 && gp__gemm_sm80_choose(&p, &plan);
+  const bool mfma = !sm90 && !sm80 && gp__gemm_mfma_choose(&p, &mplan);
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-  kernel = sm80 ? plan.name : mfma ? mplan.name : gp__gemm_portable_kernel_name;
+  kernel = sm90 ? plan90.name : sm80 ? plan.name : mfma ? mplan.name : gp__gemm_portable_kernel_name;
 #else
   gp__gemm_cpu_mode_t mode = gp__gemm_cpu_mode();
-  kernel = sm80 ? plan.name
+  kernel = sm90 ? plan90.name
+         : sm80 ? plan.name
          : mfma ? mplan.name
          : mode == GP__GEMM_CPU_PORTABLE ? gp__gemm_portable_kernel_name
                                          : gp__gemm_cpu_kernel_name(&p, mode);
@@ -304,6 +309,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
            epilogue_name(d->epilogue), has_bias ? " bias_type=" : "",
            has_bias ? gp_dtype_name(d->bias_type) : "", kernel);
 
+  if (sm90) return gp__gemm_sm90_launch(stream, &p, &plan90);
   if (sm80) return gp__gemm_sm80_launch(stream, &p, &plan);
   if (mfma) return gp__gemm_mfma_launch(stream, &p, &mplan);
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)

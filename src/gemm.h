@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "kernels/gemm_params.h"
+#include "kernels/sm90.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,8 +27,11 @@ typedef enum gp__gemm_cpu_mode {
   GP__GEMM_CPU_PORTABLE = 2, /* the dialect kernel on the SIMT executor (GP_CPU_GEMM=portable) */
   GP__GEMM_CPU_SM80 = 3,     /* the cuda/ sm_80 kernels on the executor, their mma.sync,
                                 ldmatrix and cp.async emulated (GP_CPU_GEMM=sm80) */
-  GP__GEMM_CPU_MFMA = 4      /* the hip/ AMD MFMA kernels on the executor at wave64, each
+  GP__GEMM_CPU_MFMA = 4,     /* the hip/ AMD MFMA kernels on the executor at wave64, each
                                 MFMA emulated lane by lane (GP_CPU_GEMM=mfma) */
+  GP__GEMM_CPU_SM90A = 5     /* the cuda/ sm_90a kernels on the executor, wgmma, TMA and
+                                mbarrier emulated (GP_CPU_GEMM=sm90a); what they do not
+                                take goes to the sm_80 kernels, emulated too */
 } gp__gemm_cpu_mode_t;
 
 /* The mode in effect: the last gp__gemm_set_cpu_mode() value, else GP_CPU_GEMM. */
@@ -68,6 +72,26 @@ bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan
 /* Launches the chosen kernel on the caller's (unresolved) stream. */
 gp_status_t gp__gemm_sm80_launch(gp_stream_t stream, const gp__gemm_params_t *p,
                                  const gp__gemm_sm80_plan_t *plan);
+
+/* The sm_90a kernels (cuda/gemm_sm90.cu; src/gemm_sm90.c). */
+typedef struct gp__gemm_sm90_plan {
+  gp_kernel_t kernel;
+  unsigned grid_x, threads;
+  size_t smem;                 /* dynamic shared memory, bytes */
+  gp_nv_tensor_map_t map_a;    /* TMA maps of A and B */
+  gp_nv_tensor_map_t map_b;
+  char name[160];              /* the kernel and its configuration, for the log line */
+} gp__gemm_sm90_plan_t;
+/* Whether the sm_90a path is enabled: cuda, a device of compute capability 9.0 and
+ * GP_ENABLE_SM90A=1 (the gate until a recorded GPU validation: docs/PERFORMANCE.md);
+ * cpu, GP_CPU_GEMM=sm90a; hip, never. */
+bool gp__sm90a_enabled(void);
+/* The one place that decides whether the sm_90a kernels run p and prepares the launch
+ * (tensor maps included); false when they do not apply (then the sm_80 choice follows). */
+bool gp__gemm_sm90_choose(const gp__gemm_params_t *p, gp__gemm_sm90_plan_t *plan);
+/* Launches the chosen kernel on the caller's (unresolved) stream. */
+gp_status_t gp__gemm_sm90_launch(gp_stream_t stream, const gp__gemm_params_t *p,
+                                 const gp__gemm_sm90_plan_t *plan);
 
 /* The AMD MFMA kernels (hip/gemm_mfma.cu; src/gemm_mfma.c). */
 typedef struct gp__gemm_mfma_plan {

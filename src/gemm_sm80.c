@@ -63,7 +63,8 @@ static bool sm80_enabled(void) {
   if (gp__api_props(__func__, gp__current_device(), &props) != GP_SUCCESS) return false;
   return props->compute_capability_major >= 8;
 #else
-  return gp__gemm_cpu_mode() == GP__GEMM_CPU_SM80;
+  /* GP_CPU_GEMM=sm90a: the sm_80 kernels take what the sm_90a ones do not, as on a GPU */
+  return gp__gemm_cpu_mode() == GP__GEMM_CPU_SM80 || gp__gemm_cpu_mode() == GP__GEMM_CPU_SM90A;
 #endif
 }
 

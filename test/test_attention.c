@@ -35,8 +35,8 @@
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
-static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma"};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4, M_SM90A = 5 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma", "sm90a"};
 
 static uint64_t g_seed;
 
@@ -250,6 +250,8 @@ static void run_case(const acase_t *c, int mode) {
     setenv("GP_CPU_ATTENTION", "sm80", 1);
   else if (mode == M_MFMA)
     setenv("GP_CPU_ATTENTION", "mfma", 1);
+  else if (mode == M_SM90A)
+    setenv("GP_CPU_ATTENTION", "sm90a", 1);
   else
     unsetenv("GP_CPU_ATTENTION");
   gp_status_t st;
@@ -357,6 +359,21 @@ END_TEST
 START_TEST(test_sm80) {
   if (gp_backend() != GP_BACKEND_CPU) return;
   run_case(&cases[_i], M_SM80);
+}
+END_TEST
+
+/* The cuda/ sm_90a forward under emulation (cpu backend), on the cases it takes: f16 and
+ * bf16, head_dim 64 and 128 (causal, GQA and MQA, windows, varlen, the packed qkv
+ * layout, sq > sk, several key tiles through its 2-stage ring, lse). On a GPU of
+ * compute capability 9.0 the same cases run the real kernel with GP_ENABLE_SM90A=1. */
+START_TEST(test_sm90a) {
+  const acase_t *c = &cases[_i];
+  if (c->dtype == GP_F32 || (c->dv && c->dv != c->d) || (c->d != 64 && c->d != 128)) return;
+  if (gp_backend() != GP_BACKEND_CPU) {
+    const char *gate = getenv("GP_ENABLE_SM90A");
+    if (!gate || strcmp(gate, "1") != 0) return;
+  }
+  run_case(c, M_SM90A);
 }
 END_TEST
 
@@ -628,6 +645,10 @@ static Suite *attention_suite(void) {
   tc = tcase_create("warp64");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_warp64, 0, NCASES);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("sm90a");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_sm90a, 0, NCASES);
   suite_add_tcase(s, tc);
   tc = tcase_create("sm80");
   tcase_set_timeout(tc, 120);

@@ -43,6 +43,7 @@ static uint64_t g_seed;
 
 enum { API_GEMM = 0, API_BATCHED = 1, API_EX = 2 };
 enum { MODE_DEFAULT = 0, MODE_PACKED = 1, MODE_PORTABLE = 2, MODE_SM80 = 3, MODE_MFMA = 4, MODE_COUNT = 5 };
+enum { MODE_SM90A = MODE_COUNT }; /* run by the sm90a tests only (not by the loops over MODE_COUNT) */
 
 typedef struct gemm_case {
   gp_layout_t layout;
@@ -100,7 +101,8 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 }
 
 static void set_mode(int mode) {
-  gp__gemm_set_cpu_mode(mode == MODE_MFMA       ? GP__GEMM_CPU_MFMA
+  gp__gemm_set_cpu_mode(mode == MODE_SM90A      ? GP__GEMM_CPU_SM90A
+                        : mode == MODE_MFMA     ? GP__GEMM_CPU_MFMA
                         : mode == MODE_SM80     ? GP__GEMM_CPU_SM80
                         : mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
                         : mode == MODE_PACKED   ? GP__GEMM_CPU_PACKED
@@ -438,7 +440,137 @@ START_TEST(test_sm80_shapes) {
 }
 END_TEST
 
+/* ---- the sm_90a kernels ---------------------------------------------------------------- */
+
+/* Shapes for the sm_90a kernels, every input type and transpose pair: m and n edges inside
+ * a tile (TMA's zero fill), k = 300 (5 k-steps, one partial), tiles spread over the
+ * persistent grid so one block runs several tiles and its 4-stage ring wraps several
+ * times, a batch through TMA's third dimension, beta, an epilogue, every output type. On
+ * the cpu backend with GP_CPU_GEMM=sm90a (wgmma, TMA, mbarrier emulated); on a GPU, the
+ * sm_90a kernels when GP_ENABLE_SM90A=1 on compute capability 9.0, else the sm_80 ones. */
+START_TEST(test_sm90_shapes) {
+  set_mode(MODE_SM90A);
+  unsigned id = 900;
+  for (size_t t = 1; t < N_TYPES; t++)
+    for (int v = 0; v < 4; v++) {
+      gemm_case_t cs = base_case();
+      cs.api = API_EX;
+      cs.ab = k_types[t].ab; cs.c = k_types[t].c;
+      cs.layout = v & 1 ? GP_ROW_MAJOR : GP_COL_MAJOR;
+      cs.ta = (v + (int)t / 2) & 1 ? GP_OP_T : GP_OP_N;
+      cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.m = 200; cs.n = 136; cs.k = 300;
+      cs.align8 = true;
+      cs.beta = v == 1 ? 0.5f : 0.0f;
+      cs.epi = v == 2 ? GP_EPILOGUE_BIAS_GELU : GP_EPILOGUE_NONE;
+      cs.batch = v == 3 ? 2 : 1;
+      cs.gap_a = 3; cs.gap_b = 5; cs.gap_c = 1;
+      cs.id = id++;
+      run_case(&cs);
+    }
+  /* one tile, k below one k-step; and a broadcast B over a batch of 3 */
+  for (int v = 0; v < 2; v++) {
+    gemm_case_t cs = base_case();
+    cs.api = v ? API_EX : API_GEMM;
+    cs.ab = v ? GP_BF16 : GP_F16; cs.c = v ? GP_BF16 : GP_F32;
+    cs.m = v ? 70 : 9; cs.n = v ? 24 : 130; cs.k = v ? 80 : 40;
+    cs.align8 = true;
+    cs.batch = v ? 3 : 1;
+    cs.bcast_b = v != 0;
+    cs.beta = 0.0f;
+    cs.id = id++;
+    run_case(&cs);
+  }
+}
+END_TEST
+
+/* The same inputs through the sm_90a kernels and the sm_80 kernels: each within the float64
+ * reference's bound (element by element), and the two within the sum of their bounds of
+ * each other. On the cpu backend both run emulated; on a GPU of compute capability 9.0,
+ * for real (the gate toggled with GP_ENABLE_SM90A; elsewhere both runs take sm_80). */
+START_TEST(test_sm90_vs_sm80) {
+  enum { M = 130, N = 136, K = 200 };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x5390a);
+  static uint16_t ha[M * K], hb[K * N];
+  static float got[2][M * N];
+  static double ref[M * N], bound[M * N];
+  gp_ref_fill(ha, GP_BF16, M * K, &rng, -1.0, 1.0);
+  gp_ref_fill(hb, GP_BF16, K * N, &rng, -1.0, 1.0);
+  void *da = dev_alloc_copy(ha, sizeof ha), *db = dev_alloc_copy(hb, sizeof hb), *dc = NULL;
+  ck_assert_int_eq(gp_malloc(&dc, sizeof got[0]), GP_SUCCESS);
+  for (int path = 0; path < 2; path++) {
+    set_mode(path ? MODE_SM80 : MODE_SM90A);
+    setenv("GP_ENABLE_SM90A", path ? "0" : "1", 1);
+    ck_assert_int_eq(gp_memset(dc, 0xff, sizeof got[0]), GP_SUCCESS); /* NaN: every element must be written */
+    ck_assert_int_eq(gp_gemm(NULL, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, M, N, K, 1.0f, da, GP_BF16, K, db, GP_BF16, N,
+                             0.0f, dc, GP_F32, N),
+                     GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(got[path], dc, sizeof got[0]), GP_SUCCESS);
+  }
+  unsetenv("GP_ENABLE_SM90A");
+  set_mode(MODE_DEFAULT);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double s = 0, sa = 0;
+      for (int64_t p = 0; p < K; p++) {
+        const double x = gp_ref_load(ha, GP_BF16, (size_t)(i * K + p)) * gp_ref_load(hb, GP_BF16, (size_t)(p * N + j));
+        s += x;
+        sa += fabs(x);
+      }
+      ref[i * N + j] = s;
+      bound[i * N + j] = gp_ref_gamma((double)K + 1, gp_ref_unit_roundoff(GP_F32)) * sa + 1e-30;
+    }
+  for (int64_t e = 0; e < M * N; e++) {
+    for (int path = 0; path < 2; path++)
+      ck_assert_msg(fabs(got[path][e] - ref[e]) <= bound[e], "%s: element %lld = %.9g, reference %.9g, bound %.3g (seed 0x%llx)",
+                    path ? "sm_80" : "sm_90a", (long long)e, (double)got[path][e], ref[e], bound[e], (unsigned long long)g_seed);
+    ck_assert(fabs(got[0][e] - got[1][e]) <= 2 * bound[e]);
+  }
+  gp_free(da), gp_free(db), gp_free(dc);
+}
+END_TEST
+
 #ifdef GP_BUILD_CPU
+/* The sm_90a choice (src/gemm_sm90.c): mode, alignment, types; the sm_80 kernels take
+ * the rest in sm90a mode. */
+START_TEST(test_sm90_choice) {
+  static _Alignas(16) uint16_t buf[64];
+  gp__gemm_params_t p;
+  memset(&p, 0, sizeof p);
+  p.m = 300; p.n = 260; p.k = 70; p.batch = 1;
+  p.a = buf; p.b = buf; p.c = buf; p.lda = 104; p.ldb = 72; p.ldc = 300;
+  p.ab_type = GP_BF16; p.c_type = GP_F32; p.trans_a = 1;
+  gp__gemm_sm90_plan_t plan;
+  gp__gemm_sm80_plan_t plan80;
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
+  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM90A);
+  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_bf16_tn");
+  ck_assert_uint_eq(plan.grid_x, 3); /* 9 tiles over a persistent grid of 3 on the cpu */
+  ck_assert_uint_eq(plan.threads, 384);
+  ck_assert(strstr(plan.name, "gp__gemm_sm90_bf16_tn (wgmma m64n128k16 + TMA") == plan.name);
+  p.lda = 101; /* rows not 16-byte aligned: not for TMA; the sm_80 kernels take it */
+  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(gp__gemm_sm80_choose(&p, &plan80));
+  p.lda = 104; p.b = buf + 1;
+  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  p.b = buf; p.batch = 3; p.stride_a = 4;
+  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  p.stride_a = 0; p.stride_b = 8 * 70 * 260; /* broadcast A, batched B */
+  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1;
+  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_f16_nt");
+  p.ab_type = GP_F32;
+  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(gp__gemm_sm80_choose(&p, &plan80));
+  ck_assert_str_eq(plan80.kernel->name, "gp__gemm_sm80_f32");
+  gp__gemm_set_cpu_mode(-1);
+}
+END_TEST
+
 /* The choice itself (src/gemm_sm80.c), on the cpu backend where the mode decides. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];
@@ -844,6 +976,14 @@ static Suite *gemm_suite(void) {
   tcase_add_test(t80, test_sm80_log_line);
 #endif
   suite_add_tcase(s, t80);
+  TCase *t90 = tcase_create("sm90a");
+  tcase_set_timeout(t90, 240);
+  tcase_add_test(t90, test_sm90_shapes);
+  tcase_add_test(t90, test_sm90_vs_sm80);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(t90, test_sm90_choice);
+#endif
+  suite_add_tcase(s, t90);
   TCase *tmf = tcase_create("mfma");
   tcase_set_timeout(tmf, 240);
   tcase_add_test(tmf, test_mfma_shapes);

@@ -11,6 +11,13 @@
 #   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
 #   models/all-MiniLM-L6-v2: `make model`), embed --json and bench embed --json,
 #   and, where the Check library is installed, the sm_80 lane probe (test_nv_mma);
+#   on a GPU of compute capability 9.0, the gated sm_90a path (GP_ENABLE_SM90A=1):
+#   selftest, the sm_90a lane probe (test_nv_wgmma: wgmma, TMA, mbarrier against the
+#   layouts the emulation follows), the sm_90a GEMM shapes of test_gemm against the
+#   float64 reference and beside the sm_80 kernels (test_gemm's sm90a case), the sm_90a
+#   attention forward on test_attention's cases (its sm90a case), bench gemm at 4096^3
+#   and 8192^3 bf16 and bench attention (head_dim 128, seqlen 1k-16k, bf16) with the
+#   gate on and off;
 # writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the build
 # log to OUTDIR/build.txt, the sm_80 kernels' static facts to OUTDIR/sm80-facts.txt, SASS
 # instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt when cuobjdump exists, and one line
@@ -138,11 +145,61 @@ else
   note "lane-probe: skipped, no Check library (pkg-config check)"
 fi
 
+# ---- the gated sm_90a path (compute capability 9.0 only) ---------------------------------
+# GP_ENABLE_SM90A=1 lets the library choose the sm_90a kernels; this run is what
+# docs/PERFORMANCE.md records before the gate may go.
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+if [ "$cc" = "9.0" ]; then
+  export GP_ENABLE_SM90A=1
+  step selftest-sm90a txt selftest
+  for n in 4096 8192; do
+    GP_ENABLE_SM90A=1 && step "bench-gemm-sm90a-$n" json bench gemm --m $n --n $n --k $n --dtype bf16 --json
+    GP_ENABLE_SM90A=0 && step "bench-gemm-sm80-$n" json bench gemm --m $n --n $n --k $n --dtype bf16 --json
+  done
+  for sl in 1024 4096 16384; do
+    b=$((16384 / sl))
+    for c in 0 1; do
+      args="bench attention --batch $b --seqlen $sl --heads 16 --kv-heads 16 --head-dim 128 --causal $c --dtype bf16 --json"
+      GP_ENABLE_SM90A=1 && step "bench-attention-sm90a-$sl-c$c" json $args
+      GP_ENABLE_SM90A=0 && step "bench-attention-sm80-$sl-c$c" json $args
+    done
+  done
+  GP_ENABLE_SM90A=1
+  if pkg-config --exists check 2>/dev/null; then
+    for t in test_nv_wgmma test_gemm test_attention; do
+      start=$(date +%s)
+      # shellcheck disable=SC2086
+      if make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} build/cuda/test/$t >> "$OUT/build.txt" 2>&1; then
+        if [ $t != test_nv_wgmma ]; then
+          CK_FORK=no CK_RUN_CASE=sm90a timeout "$STEP_TIMEOUT" build/cuda/test/$t > "$OUT/sm90a-$t.txt" 2>&1
+        else
+          CK_FORK=no timeout "$STEP_TIMEOUT" build/cuda/test/$t > "$OUT/sm90a-$t.txt" 2>&1
+        fi
+        rc=$?
+      else
+        rc=2
+      fi
+      note "sm90a-$t: rc=$rc $(($(date +%s) - start))s -> $OUT/sm90a-$t.txt"
+      [ $rc -eq 0 ] || status=1
+    done
+  fi
+  unset GP_ENABLE_SM90A
+else
+  note "sm90a: skipped, compute capability '${cc:-unknown}' is not 9.0"
+fi
+
 # ---- static facts of the sm_80 kernels (from the build above) ---------------------------
 if sh tools/sm80-facts.sh build/cuda/cuda > "$OUT/sm80-facts.txt" 2>&1; then
   note "sm80-facts: pass -> $OUT/sm80-facts.txt"
 else
   note "sm80-facts: FAIL -> $OUT/sm80-facts.txt"
+  status=1
+fi
+
+if sh tools/sm90-facts.sh build/cuda/cuda > "$OUT/sm90-facts.txt" 2>&1; then
+  note "sm90-facts: pass -> $OUT/sm90-facts.txt"
+else
+  note "sm90-facts: FAIL -> $OUT/sm90-facts.txt"
   status=1
 fi
 
