@@ -19,7 +19,9 @@
  *    mask (causal bottom-right, windows) and the online softmax in registers (rows are
  *    spread over 4 lanes), P written to its shared tile, a warpgroup barrier (an
  *    mbarrier of 4 warp arrivals), O += P V (m64nDk16 x BN/16, V N-major), and each warp
- *    frees the stage.
+ *    frees the stage once its P V completed. At head_dim 128 the P V of tile j - 1 is
+ *    issued behind the S of tile j and runs during the softmax of tile j
+ *    (FlashAttention-3's intra-warpgroup pipelining; attention_sm90_fwd.cuh).
  *  - keys past the sequence: TMA reads zeros past the tensor, or rows of the next
  *    sequence, which the mask hides from S; the consumers zero those V rows in shared
  *    memory before P V, so that no value there can reach O.

@@ -8,6 +8,21 @@
  * one sequence's keys (plane = sequence * heads_kv + key head).
  */
 #define BN GP__SM90_ATTN_BN(ATT_D)
+/* The softmax of tile j overlapped with P V of tile j - 1 (below) at head_dim 128 only
+ * (64 keys a step): at head_dim 64 (128 keys a step, 64 S accumulators) it spilled 48
+ * bytes under the 168 registers of 384 threads (nvcc 13.0), so there each P V is issued
+ * and waited for in its own step. */
+#define ATT_OVERLAP (ATT_D == 128)
+/* O += P V, P from this warpgroup's shared tile, V from stage memory v; one group. */
+#define AT90_PV(v)                                                                                                  \
+  do {                                                                                                              \
+    AT90_UNROLL for (int kk = 0; kk < BN / 16; kk++) {                                                              \
+      const uint64_t da = gp_nv_wgmma_desc(ps + (kk / 4) * 64 * 128 + (kk % 4) * 32, 16, 1024, GP_NV_SWIZZLE_128B); \
+      const uint64_t db = gp_nv_wgmma_desc((v) + kk * 16 * 128, BN * 128, 1024, GP_NV_SWIZZLE_128B);                \
+      gp_nv_wgmma(&wst, o, ATT_D, da, db, 1, 0, 1, ATT_BF16);                                                       \
+    }                                                                                                               \
+    gp_nv_wgmma_commit(&wst);                                                                                       \
+  } while (0)
 GP_KERNEL void __launch_bounds__(GP__SM90_ATTN_THREADS, 1)
     ATT_NAME(const __grid_constant__ gp__attn_params_t p, const __grid_constant__ gp_nv_tensor_map_t map_k,
              const __grid_constant__ gp_nv_tensor_map_t map_v, int kv_bh) {
@@ -103,14 +118,23 @@ GP_KERNEL void __launch_bounds__(GP__SM90_ATTN_THREADS, 1)
   AT90_UNROLL for (int i = 0; i < ATT_D / 2; i++) o[i] = 0.0f;
   gp_nv_wgmma_state_t wst;
   gp_nv_wgmma_init(&wst);
-  int it = 0;
-  for (int64_t j0 = lo; j0 <= hi; j0 += BN, it++) {
-    const int s = it % GP__SM90_ATTN_STAGES;
-    gp_nv_mbarrier_wait(&full[s], (unsigned)(it / GP__SM90_ATTN_STAGES) & 1u);
-    unsigned char *ks = stage0 + s * 2 * GP__SM90_ATTN_KV_BYTES(ATT_D), *vs = ks + GP__SM90_ATTN_KV_BYTES(ATT_D);
-
-    /* S = Q K^T: A = Q (64 x D, K-major), B = K (keys x D, K-major) */
-    float sacc[BN / 2];
+  /* Intra-warpgroup pipelining (FlashAttention-3, section 3.2). Step it >= 1 issues S =
+   * Q K^T of key tile it, then O += P V of tile it - 1 (its P already in shared memory),
+   * waits for the older group only (wait_group 1: S), and runs the mask and softmax of
+   * tile it while that P V is in flight; wait_group 0 then frees the stage of tile it - 1
+   * (its K was read by a completed wgmma already, its V now), O is rescaled and P of tile
+   * it written. Tile 0's S is the prologue, the last tile's P V the epilogue; the loop is
+   * entered after the prologue's S so that no wgmma sits behind a branch of its own
+   * (ptxas would serialize them all). P lives in shared memory, so the overlap needs no
+   * second S accumulator, but keeping O in flight through the softmax costs registers:
+   * head_dim 64 (ATT_OVERLAP 0) issues and waits for each P V right after its P. */
+  float sacc[BN / 2];
+  int it = 0, s = 0, s_prev = 0;
+  int64_t j0 = lo;
+  unsigned char *ks = stage0, *vs = ks + GP__SM90_ATTN_KV_BYTES(ATT_D), *vp = vs;
+  if (lo <= hi) {
+    gp_nv_mbarrier_wait(&full[0], 0u);
+    /* S = Q K^T of tile 0: A = Q (64 x D, K-major), B = K (keys x D, K-major) */
     gp_nv_wgmma_fence(&wst);
     AT90_UNROLL for (int kk = 0; kk < ATT_D / 16; kk++) {
       const uint64_t da = gp_nv_wgmma_desc(qs + (kk / 4) * 64 * 128 + (kk % 4) * 32, 16, 1024, GP_NV_SWIZZLE_128B);
@@ -119,65 +143,100 @@ GP_KERNEL void __launch_bounds__(GP__SM90_ATTN_THREADS, 1)
     }
     gp_nv_wgmma_commit(&wst);
     gp_nv_wgmma_wait(&wst, 0);
+    for (;;) {
+      /* Mask, online softmax (base 2), in registers; O is not touched (P V may be in
+       * flight). Register i of S: row half (i / 2) % 2, key j0 + 8 (i / 4) + 2 q + i % 2. */
+      float corr[2];
+      AT90_UNROLL for (int hf = 0; hf < 2; hf++) {
+        float mx = -INFINITY;
+        AT90_UNROLL for (int i = 0; i < BN / 2; i++) {
+          if ((i / 2) % 2 != hf) continue;
+          const int64_t key = j0 + 8 * (i / 4) + 2 * q + i % 2;
+          float v = sacc[i] * scale_log2;
+          if (key < row_lo[hf] || key > row_hi[hf]) v = -INFINITY;
+          sacc[i] = v;
+          mx = fmaxf(mx, v);
+        }
+        mx = fmaxf(mx, gp_shfl_xor(mx, 1));
+        mx = fmaxf(mx, gp_shfl_xor(mx, 2));
+        const float m_new = fmaxf(m[hf], mx);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new; /* no key yet: P stays 0 */
+        corr[hf] = exp2f(m[hf] - m_use);
+        m[hf] = m_new;
+        float sum = 0.0f;
+        AT90_UNROLL for (int i = 0; i < BN / 2; i++) {
+          if ((i / 2) % 2 != hf) continue;
+          const float pr = exp2f(sacc[i] - m_use);
+          sacc[i] = pr;
+          sum += pr;
+        }
+        l[hf] = l[hf] * corr[hf] + sum;
+      }
 
-    /* Mask, online softmax (base 2), P into shared memory. Register i of S: row half
-     * (i / 2) % 2, key j0 + 8 (i / 4) + 2 q + i % 2. */
-    float corr[2];
-    AT90_UNROLL for (int hf = 0; hf < 2; hf++) {
-      float mx = -INFINITY;
-      AT90_UNROLL for (int i = 0; i < BN / 2; i++) {
-        if ((i / 2) % 2 != hf) continue;
-        const int64_t key = j0 + 8 * (i / 4) + 2 * q + i % 2;
-        float v = sacc[i] * scale_log2;
-        if (key < row_lo[hf] || key > row_hi[hf]) v = -INFINITY;
-        sacc[i] = v;
-        mx = fmaxf(mx, v);
+      gp_nv_wgmma_wait(&wst, 0); /* P V of tile it - 1 complete: its stage and P are free */
+      if (ATT_OVERLAP && it > 0) {
+        gp_syncwarp();
+        if (lane == 0) gp_nv_mbarrier_arrive(&empty[s_prev]);
       }
-      mx = fmaxf(mx, gp_shfl_xor(mx, 1));
-      mx = fmaxf(mx, gp_shfl_xor(mx, 2));
-      const float m_new = fmaxf(m[hf], mx);
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new; /* no key yet: P stays 0 */
-      corr[hf] = exp2f(m[hf] - m_use);
-      m[hf] = m_new;
-      float sum = 0.0f;
-      AT90_UNROLL for (int i = 0; i < BN / 2; i++) {
-        if ((i / 2) % 2 != hf) continue;
-        const float pr = exp2f(sacc[i] - m_use);
-        sacc[i] = pr;
-        sum += pr;
+      AT90_UNROLL for (int i = 0; i < ATT_D / 2; i++) o[i] *= corr[(i / 2) % 2];
+      AT90_UNROLL for (int i = 0; i < BN / 2; i += 2) {
+        const uint32_t r = (uint32_t)(16 * w4 + g + 8 * ((i / 2) % 2)), col = (uint32_t)(8 * (i / 4) + 2 * q);
+        const uint32_t w = ATT_BF16 ? gp_nv_pack_bf16x2(sacc[i], sacc[i + 1]) : gp_nv_pack_f16x2(sacc[i], sacc[i + 1]);
+        *(uint32_t *)(ps + at90_kmajor(r, col, 64)) = w;
       }
-      l[hf] = l[hf] * corr[hf] + sum;
-    }
-    AT90_UNROLL for (int i = 0; i < BN / 2; i += 2) {
-      const uint32_t r = (uint32_t)(16 * w4 + g + 8 * ((i / 2) % 2)), col = (uint32_t)(8 * (i / 4) + 2 * q);
-      const uint32_t w = ATT_BF16 ? gp_nv_pack_bf16x2(sacc[i], sacc[i + 1]) : gp_nv_pack_f16x2(sacc[i], sacc[i + 1]);
-      *(uint32_t *)(ps + at90_kmajor(r, col, 64)) = w;
-    }
-    AT90_UNROLL for (int i = 0; i < ATT_D / 2; i++) o[i] *= corr[(i / 2) % 2];
-    /* V rows past the sequence: zero (both warpgroups write the same zeros) */
-    if (j0 + BN > sk) {
-      const int first = (int)(sk - j0 > 0 ? sk - j0 : 0);
-      for (int c = ctid; c < (BN - first) * (ATT_D / 8); c += 128) {
-        const int r = first + c / (ATT_D / 8), col = c % (ATT_D / 8) * 8;
-        uint4 z;
-        z.x = z.y = z.z = z.w = 0u;
-        *(uint4 *)(vs + at90_kmajor((uint32_t)r, (uint32_t)col, BN)) = z;
+      /* V rows past the sequence: zero (both warpgroups write the same zeros) */
+      if (j0 + BN > sk) {
+        const int first = (int)(sk - j0 > 0 ? sk - j0 : 0);
+        for (int c = ctid; c < (BN - first) * (ATT_D / 8); c += 128) {
+          const int r = first + c / (ATT_D / 8), col = c % (ATT_D / 8) * 8;
+          uint4 z;
+          z.x = z.y = z.z = z.w = 0u;
+          *(uint4 *)(vs + at90_kmajor((uint32_t)r, (uint32_t)col, BN)) = z;
+        }
       }
-    }
-    gp_nv_fence_proxy_async();
-    at90_wg_sync(&wgbar[cw], &wph); /* all of P (and the zeroed rows) written */
+      gp_nv_fence_proxy_async();
+      at90_wg_sync(&wgbar[cw], &wph); /* all of P (and the zeroed rows) written */
+      if (!ATT_OVERLAP) { /* O += P V of tile it now, and its stage freed */
+        gp_nv_wgmma_fence(&wst);
+        AT90_PV(vs);
+        gp_nv_wgmma_wait(&wst, 0);
+        gp_syncwarp();
+        if (lane == 0) gp_nv_mbarrier_arrive(&empty[s]);
+      }
 
-    /* O += P V: A = P (64 x keys, K-major), B = V (keys x D, N-major) */
-    gp_nv_wgmma_fence(&wst);
-    AT90_UNROLL for (int kk = 0; kk < BN / 16; kk++) {
-      const uint64_t da = gp_nv_wgmma_desc(ps + (kk / 4) * 64 * 128 + (kk % 4) * 32, 16, 1024, GP_NV_SWIZZLE_128B);
-      const uint64_t db = gp_nv_wgmma_desc(vs + kk * 16 * 128, BN * 128, 1024, GP_NV_SWIZZLE_128B);
-      gp_nv_wgmma(&wst, o, ATT_D, da, db, 1, 0, 1, ATT_BF16);
+      s_prev = s;
+      vp = vs;
+      it++;
+      j0 += BN;
+      if (j0 > hi) break;
+      s = it % GP__SM90_ATTN_STAGES;
+      gp_nv_mbarrier_wait(&full[s], (unsigned)(it / GP__SM90_ATTN_STAGES) & 1u);
+      ks = stage0 + s * 2 * GP__SM90_ATTN_KV_BYTES(ATT_D);
+      vs = ks + GP__SM90_ATTN_KV_BYTES(ATT_D);
+
+      /* S = Q K^T of tile it, then O += P V of tile it - 1: A = P (64 x keys, K-major),
+       * B = V (keys x D, N-major); two groups, S the older. */
+      gp_nv_wgmma_fence(&wst);
+      AT90_UNROLL for (int kk = 0; kk < ATT_D / 16; kk++) {
+        const uint64_t da = gp_nv_wgmma_desc(qs + (kk / 4) * 64 * 128 + (kk % 4) * 32, 16, 1024, GP_NV_SWIZZLE_128B);
+        const uint64_t db = gp_nv_wgmma_desc(ks + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024, GP_NV_SWIZZLE_128B);
+        gp_nv_wgmma(&wst, sacc, BN, da, db, kk > 0, 0, 0, ATT_BF16);
+      }
+      gp_nv_wgmma_commit(&wst);
+      if (ATT_OVERLAP) {
+        AT90_PV(vp);
+        gp_nv_wgmma_wait(&wst, 1); /* S complete; P V may still run */
+      } else {
+        gp_nv_wgmma_wait(&wst, 0);
+      }
     }
-    gp_nv_wgmma_commit(&wst);
-    gp_nv_wgmma_wait(&wst, 0);
-    gp_syncwarp();
-    if (lane == 0) gp_nv_mbarrier_arrive(&empty[s]);
+    if (ATT_OVERLAP) { /* epilogue: O += P V of the last tile */
+      gp_nv_wgmma_fence(&wst);
+      AT90_PV(vp);
+      gp_nv_wgmma_wait(&wst, 0);
+      gp_syncwarp();
+      if (lane == 0) gp_nv_mbarrier_arrive(&empty[s_prev]);
+    }
   }
 
   /* O / l and lse; a row's sums are spread over its 4 lanes. */
@@ -209,6 +268,8 @@ GP_KERNEL void __launch_bounds__(GP__SM90_ATTN_THREADS, 1)
 AT90_EXPORT(ATT_NAME)
 
 #undef BN
+#undef ATT_OVERLAP
+#undef AT90_PV
 #undef ATT_NAME
 #undef ATT_D
 #undef ATT_BF16

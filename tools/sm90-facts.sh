@@ -11,7 +11,8 @@
 # waits and setmaxnreg. Fails (exit 1) when
 #   - a kernel spills or has a stack frame;
 #   - ptxas had to inject warpgroup.arrive / warpgroup.wait around a wgmma (its
-#     accumulators touched while in flight: the wgmmas would serialize);
+#     accumulators touched while in flight, or a wgmma behind a divergent branch: the
+#     wgmmas would serialize; remarks C7514, C7517, C7519, C7520);
 #   - a kernel is missing (8 GEMM: f16 and bf16 x nn, nt, tn, tt; 4 attention forward:
 #     f16 and bf16 x head_dim 64, 128), or its PTX lacks wgmma.mma_async (m64n128k16 in
 #     the GEMM), cp.async.bulk.tensor, mbarrier.try_wait or setmaxnreg;
@@ -73,7 +74,7 @@ smem_of() { # the stated dynamic shared memory of kernel $1
 
 # ---- resources per kernel, from the ptxas reports ---------------------------------------
 for f in $FILES; do cat "$DIR/$f.cu.o.ptxas"; done > "$tmp/ptxas.txt"
-if grep -E 'C75(17|19)|is injected' "$tmp/ptxas.txt" > "$tmp/inject.txt"; then
+if grep -E 'C75(17|19|20)|is injected|are serialized' "$tmp/ptxas.txt" > "$tmp/inject.txt"; then
   fail "ptxas injected warpgroup synchronization: $(head -1 "$tmp/inject.txt")"
 fi
 awk -v q="'" '
