@@ -211,7 +211,7 @@ static inline hipError_t gpuGraphOwn(hipGraph_t graph, void *p, void (*destroy)(
 
 /* ---- modules and runtime compilation (src/gpu/module.c) ------------------------------ */
 /* A module is a hipModule_t; its kernels are hipFunction_t handles, launched with
- * hipModuleLaunchKernel (hipLaunchKernel takes only registered host stubs). */
+ * hipModuleLaunchKernel (hipLaunchKernel takes only kernels registered by the compiler). */
 typedef hipModule_t gpuModule_t;
 #define gpuModuleUnload hipModuleUnload
 #define gpuModuleLoadName "hipModuleLoadData" /* for messages */

@@ -215,7 +215,8 @@ gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes) {
 
 gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream) {
   /* Host memory is usable at once, which is stream order and more; but a graph could not
-   * replay the allocation (CUDA would record a memory node: not implemented here). */
+   * replay the allocation (CUDA records a memory node; graph.h documents that gpuport
+   * refuses the allocation during capture instead). */
   GP__TRY(gp__cpu_stream_capture_forbid(stream, "gp_malloc_async", "a stream-ordered allocation"));
   return device_alloc(ptr, bytes, gp__current_device(), "gp_malloc_async");
 }
