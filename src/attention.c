@@ -3,19 +3,19 @@
  * the argument checks (once, for every backend), the defaults (strides, softmax scale,
  * causal folded into the window), the backward's workspace layout, one INFO line per
  * call, and the choice of implementation:
- *   cpu backend   the tiled host implementations (src/cpu/attention_cpu.c,
- *                 src/cpu/attention_bwd_cpu.c), or the portable dialect kernels on the
+ *   cpu backend   the tiled host implementations (kernels/cpu/attention_fwd_cpu.c,
+ *                 kernels/cpu/attention_bwd_cpu.c), or the portable dialect kernels on the
  *                 SIMT executor when GP_CPU_ATTENTION=portable (so the GPU kernels are
- *                 tested without a GPU), or with GP_CPU_ATTENTION=sm80 the cuda/ sm_80
+ *                 tested without a GPU), or with GP_CPU_ATTENTION=sm80 the sm_80 (kernels/sm80/)
  *                 kernels on the executor under emulation, or with
- *                 GP_CPU_ATTENTION=mfma the hip/ AMD MFMA kernels there at wave64, the
+ *                 GP_CPU_ATTENTION=mfma the AMD MFMA kernels (kernels/mfma/) there at wave64, the
  *                 portable kernels where they do not apply;
- *   cuda          the sm_80 kernels (cuda/attention_sm80.cu, chosen by
- *                 src/attention_sm80.c) on devices of compute capability 8.0 and above
+ *   cuda          the sm_80 kernels (kernels/sm80/attention_fwd_sm80.cu, chosen by
+ *                 kernels/sm80/attention_sm80_host.c) on devices of compute capability 8.0 and above
  *                 where they apply, else the portable dialect kernels;
- *   hip           the MFMA kernels (hip/attention_mfma.cu, hip/attention_bwd_mfma.cu,
- *                 chosen by src/attention_mfma.c) where they apply, else the portable
- *                 dialect kernels (src/kernels/attention.cu, src/kernels/attention_bwd.cu).
+ *   hip           the MFMA kernels (kernels/mfma/attention_fwd_mfma.cu, kernels/mfma/attention_bwd_mfma.cu,
+ *                 chosen by kernels/mfma/attention_mfma_host.c) where they apply, else the portable
+ *                 dialect kernels (kernels/portable/attention_fwd_portable.cu, kernels/portable/attention_bwd_portable.cu).
  * When a matrix-core kernel does not take a call, the INFO line says why.
  */
 #include <math.h>
@@ -25,8 +25,8 @@
 
 #include "api.h"
 #include "attention_impl.h"
-#include "kernels/sm80.h"
-#include "attention_sm90.h"
+#include "kernels/sm80/sm80.h"
+#include "kernels/sm90a/attention_sm90a.h"
 #include "internal.h"
 
 GP_KERNEL_DECLARE(gp__attention_fwd_tiled);

@@ -1,6 +1,6 @@
 /*
  * attention_impl.h - what src/attention.c hands to the attention implementations
- * (src/cpu/attention_cpu.c and the portable kernel src/kernels/attention.cu): the
+ * (kernels/cpu/attention_fwd_cpu.c and the portable kernel kernels/portable/attention_fwd_portable.cu): the
  * checked parameters of one call with every default resolved, and the mask rule.
  *
  * Included from C and from dialect sources (C++ on every target), so it holds only
@@ -59,13 +59,13 @@ static inline GP_HOST_DEVICE void gp__attn_key_range(int64_t i, int64_t sq, int6
 
 /* Environment switch of the CPU backend: GP_CPU_ATTENTION=portable runs the portable
  * dialect kernel on the SIMT executor instead of the tiled host implementation;
- * GP_CPU_ATTENTION=sm80 runs the cuda/ sm_80 kernels there, their mma.sync, ldmatrix
+ * GP_CPU_ATTENTION=sm80 runs the sm_80 kernels (kernels/sm80/) there, their mma.sync, ldmatrix
  * and cp.async emulated, with the portable kernel where they do not apply (as on a GPU);
- * GP_CPU_ATTENTION=mfma runs the hip/ AMD MFMA kernels there at wave64, each MFMA
+ * GP_CPU_ATTENTION=mfma runs the AMD MFMA kernels (kernels/mfma/) there at wave64, each MFMA
  * emulated, with the portable kernel where they do not apply (as the hip backend). */
 #define GP__ATTN_ENV "GP_CPU_ATTENTION"
 
-/* Geometry of the portable kernel (src/kernels/attention.cu), shared with its launch:
+/* Geometry of the portable kernel (kernels/portable/attention_fwd_portable.cu), shared with its launch:
  * GP__ATTN_KWARPS warps of GP_WARP_SIZE threads, GP__ATTN_KQ query rows per block, and
  * a key tile of gp__attn_kernel_block_k() rows chosen so the dynamic shared memory
  * (query tile + one key-or-value tile + the score tile, all f32) stays under 48 KiB,
@@ -159,7 +159,7 @@ static inline int64_t gp__attn_bwd_splits(int64_t batch, int64_t heads_q, int64_
   return n < 1 ? 1 : n;
 }
 
-/* Geometry of the portable backward kernel (src/kernels/attention_bwd.cu): a key tile of
+/* Geometry of the portable backward kernel (kernels/portable/attention_bwd_portable.cu): a key tile of
  * gp__attn_bwd_block_k() rows is held for the whole block while query tiles of
  * gp__attn_bwd_block_q() rows stream past. block_k * max(head_dim, head_dim_v) is at most
  * GP__ATTN_BWD_TILE, the per-block dk and dv accumulators (GP__ATTN_BWD_TILE /
@@ -184,11 +184,11 @@ typedef struct gp__attn_bwd_kernels {
 
 /* CPU backend: enqueues the tiled host implementation on stream (already resolved)
  * in stream order; p is copied. Writes a short name of the implementation chosen (for
- * the INFO line) into what. Defined in src/cpu/attention_cpu.c. */
+ * the INFO line) into what. Defined in kernels/cpu/attention_fwd_cpu.c. */
 gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, char *what,
                                   size_t what_len);
 
-/* CPU backend: enqueues the tiled host backward (src/cpu/attention_bwd_cpu.c) on stream
+/* CPU backend: enqueues the tiled host backward (kernels/cpu/attention_bwd_cpu.c) on stream
  * (already resolved); p is copied, its nslices is the workspace's. */
 gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, char *what,
                                   size_t what_len);
@@ -205,8 +205,8 @@ gp_status_t gp__attention_bwd_kernels(gp_stream_t stream, const gp_attention_des
                                       void *workspace, size_t workspace_bytes,
                                       const gp__attn_bwd_kernels_t *kernels);
 
-/* The sm_80 kernels (cuda/attention_sm80.cu, cuda/attention_bwd_sm80.cu;
- * src/attention_sm80.c). */
+/* The sm_80 kernels (kernels/sm80/attention_fwd_sm80.cu, kernels/sm80/attention_bwd_sm80.cu;
+ * kernels/sm80/attention_sm80_host.c). */
 typedef struct gp__attn_sm80_plan {
   gp_kernel_t kernel;
   int bwd, bf16, dim_index;
@@ -231,8 +231,8 @@ bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_pla
 gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
                                      const gp__attn_sm80_plan_t *plan, int64_t blocks);
 
-/* The AMD MFMA kernels (hip/attention_mfma.cu, hip/attention_bwd_mfma.cu;
- * src/attention_mfma.c). The backward runs two kernels in stream order: dq (and delta
+/* The AMD MFMA kernels (kernels/mfma/attention_fwd_mfma.cu, kernels/mfma/attention_bwd_mfma.cu;
+ * kernels/mfma/attention_mfma_host.c). The backward runs two kernels in stream order: dq (and delta
  * into ws_d), then dk and dv; neither uses atomics or the dq accumulator. */
 typedef struct gp__attn_mfma_plan {
   gp_kernel_t kernel;     /* forward; backward: the dq kernel */

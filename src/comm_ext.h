@@ -2,7 +2,7 @@
  * comm_ext.h - the private ABI between a gpuport backend library and libgpuport-mpi
  * (src/mpi/comm_mpi.c), which is built from this tree but linked separately: it can
  * reach only exported symbols, so what it needs is exported under the gp__ prefix
- * (tools/exports.sh admits it) and versioned. Nothing here is public.
+ * (scripts/exports.sh admits it) and versioned. Nothing here is public.
  *
  * The cpu backend runs the collectives of a communicator made by gp_comm_init_mpi over
  * MPI: the backend keeps the funnel, the stream ordering and the groups, and hands each

@@ -1,10 +1,10 @@
 /*
- * gemm.h - internal interface between the public GEMM entry points (src/blas.c), the
- * CPU implementation (src/cpu/gemm_cpu.c) and the launch of the portable dialect
- * kernel (src/gemm_launch.c). Nothing here is public.
+ * gemm.h - internal interface between the public GEMM entry points (src/gemm.c), the
+ * CPU implementation (kernels/cpu/gemm_cpu.c) and the launch of the portable dialect
+ * kernel (kernels/portable/gemm_portable_host.c). Nothing here is public.
  *
- * src/blas.c checks every argument once and reduces the call to the canonical
- * column-major problem of src/kernels/gemm_params.h; the functions below may assume a
+ * src/gemm.c checks every argument once and reduces the call to the canonical
+ * column-major problem of kernels/common/gemm_params.h; the functions below may assume a
  * valid, non-empty problem (m, n, batch >= 1) whose products A and B are only read when
  * k > 0 (alpha == 0 is turned into k == 0 there, so A and B are not read, as BLAS).
  */
@@ -12,8 +12,8 @@
 #define GP_GEMM_H
 
 #include "internal.h"
-#include "kernels/gemm_params.h"
-#include "kernels/sm90.h"
+#include "kernels/common/gemm_params.h"
+#include "kernels/sm90a/sm90a.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,11 +25,11 @@ typedef enum gp__gemm_cpu_mode {
   GP__GEMM_CPU_PACKED = 1,   /* OpenBLAS on f32 tiles converted into scratch, always
                                 (GP_CPU_GEMM=packed); the path f16/bf16 always take */
   GP__GEMM_CPU_PORTABLE = 2, /* the dialect kernel on the SIMT executor (GP_CPU_GEMM=portable) */
-  GP__GEMM_CPU_SM80 = 3,     /* the cuda/ sm_80 kernels on the executor, their mma.sync,
+  GP__GEMM_CPU_SM80 = 3,     /* the sm_80 kernels (kernels/sm80/) on the executor, their mma.sync,
                                 ldmatrix and cp.async emulated (GP_CPU_GEMM=sm80) */
-  GP__GEMM_CPU_MFMA = 4,     /* the hip/ AMD MFMA kernels on the executor at wave64, each
+  GP__GEMM_CPU_MFMA = 4,     /* the AMD MFMA kernels (kernels/mfma/) on the executor at wave64, each
                                 MFMA emulated lane by lane (GP_CPU_GEMM=mfma) */
-  GP__GEMM_CPU_SM90A = 5     /* the cuda/ sm_90a kernels on the executor, wgmma, TMA and
+  GP__GEMM_CPU_SM90A = 5     /* the sm_90a kernels (kernels/sm90a/) on the executor, wgmma, TMA and
                                 mbarrier emulated (GP_CPU_GEMM=sm90a); what they do not
                                 take goes to the sm_80 kernels, emulated too */
 } gp__gemm_cpu_mode_t;
@@ -51,13 +51,13 @@ gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p,
 /* Name of the path gp__gemm_cpu_enqueue would take (for the log line). */
 const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_mode_t mode);
 
-/* Every backend: launches the portable tiled kernel (src/kernels/gemm.cu) with gp_launch
+/* Every backend: launches the portable tiled kernel (kernels/portable/gemm_portable.cu) with gp_launch
  * on the caller's (unresolved) stream. */
 gp_status_t gp__gemm_launch_portable(gp_stream_t stream, const gp__gemm_params_t *p);
 /* Name of the portable kernel and its tile, for the log line. */
 extern const char gp__gemm_portable_kernel_name[];
 
-/* The sm_80 kernels (cuda/gemm_sm80.cu; src/gemm_sm80.c). */
+/* The sm_80 kernels (kernels/sm80/gemm_sm80.cu; kernels/sm80/gemm_sm80_host.c). */
 typedef struct gp__gemm_sm80_plan {
   gp_kernel_t kernel;
   unsigned grid_x, grid_z, threads;
@@ -73,7 +73,7 @@ bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan
 gp_status_t gp__gemm_sm80_launch(gp_stream_t stream, const gp__gemm_params_t *p,
                                  const gp__gemm_sm80_plan_t *plan);
 
-/* The sm_90a kernels (cuda/gemm_sm90.cu; src/gemm_sm90.c). */
+/* The sm_90a kernels (kernels/sm90a/gemm_sm90a.cu; kernels/sm90a/gemm_sm90a_host.c). */
 typedef struct gp__gemm_sm90_plan {
   gp_kernel_t kernel;
   unsigned grid_x, threads;
@@ -93,7 +93,7 @@ bool gp__gemm_sm90_choose(const gp__gemm_params_t *p, gp__gemm_sm90_plan_t *plan
 gp_status_t gp__gemm_sm90_launch(gp_stream_t stream, const gp__gemm_params_t *p,
                                  const gp__gemm_sm90_plan_t *plan);
 
-/* The AMD MFMA kernels (hip/gemm_mfma.cu; src/gemm_mfma.c). */
+/* The AMD MFMA kernels (kernels/mfma/gemm_mfma.cu; kernels/mfma/gemm_mfma_host.c). */
 typedef struct gp__gemm_mfma_plan {
   gp_kernel_t kernel;
   unsigned grid_x, grid_y, grid_z, threads;

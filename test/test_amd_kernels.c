@@ -1,10 +1,10 @@
 /*
- * test_amd_kernels.c - the LDS layouts of the AMD MFMA kernels (hip/gemm_mfma.cu,
- * hip/attention_mfma.cu) are free of bank conflicts, access by access, under the LDS
- * model of src/kernels/mfma.h (32 banks of 4 bytes; a wavefront's 16-byte
+ * test_amd_kernels.c - the LDS layouts of the AMD MFMA kernels (kernels/mfma/gemm_mfma.cu,
+ * kernels/mfma/attention_fwd_mfma.cu) are free of bank conflicts, access by access, under the LDS
+ * model of kernels/mfma/mfma.h (32 banks of 4 bytes; a wavefront's 16-byte
  * accesses are serviced 8 lanes at a time, 8-byte accesses 16 lanes at a time, in lane
  * order). Every test replays the exact address expressions of a kernel's LDS
- * instructions (the maps of kernels/mfma.h with the kernel's lane arithmetic) for
+ * instructions (the maps of kernels/mfma/mfma.h with the kernel's lane arithmetic) for
  * every wavefront of the block, and a control shows that the same check finds the
  * conflicts of the unswizzled layouts. Host-only: runs on every backend.
  */
@@ -16,7 +16,7 @@
 #include <gpuport.h>
 
 #include "check_util.h"
-#include "kernels/mfma.h"
+#include "kernels/mfma/mfma.h"
 
 /* Worst number of distinct addresses one bank serves within one lane group of a
  * wavefront access: lane l touches bytes off[l] .. off[l] + width - 1. 1 = no conflict. */
@@ -110,7 +110,7 @@ typedef int (*vt_map_t)(int col, int q);
 static int k_plain(int key, int c, int d) { return key * d * 2 + 16 * c; }
 static int vt_plain(int col, int q) { return col * GP__AMD_ATTN_BN * 2 + 8 * q; }
 
-/* Worst degree over the LDS instructions of hip/attention_mfma.cu for head_dim d: K
+/* Worst degree over the LDS instructions of kernels/mfma/attention_fwd_mfma.cu for head_dim d: K
  * fragment reads (S^T = K Q^T), V^T fragment reads (O^T += V^T P^T), and the staging
  * stores of K (16 bytes) and V^T (8 bytes, odd column first where cp & 8). */
 static void attn_worst(int d, k_map_t kmap, vt_map_t vmap, int *kr, int *vr, int *kw, int *vw) {
@@ -180,7 +180,7 @@ START_TEST(test_attention_lds) {
 }
 END_TEST
 
-/* Backward (hip/attention_bwd_mfma.cu): row tiles of 32 rows (K, V; Q, dO), read by
+/* Backward (kernels/mfma/attention_bwd_mfma.cu): row tiles of 32 rows (K, V; Q, dO), read by
  * 16-byte fragments; transposed tiles of rows of 32 values (K^T; Q^T, dO^T), read by
  * 8-byte fragments; the staging stores of both (ab_stage_rows, ab_stage_t32). */
 typedef int (*t32_map_t)(int row, int q);

@@ -1,5 +1,5 @@
 /*
- * test_attention.c - gp_attention_fwd against the float64 reference (tool/ref_attention.h).
+ * test_attention.c - gp_attention_fwd against the float64 reference (ref/ref_attention.h).
  *
  * Every case draws fresh inputs (uniform in [-1, 1), never zero) from the seed printed
  * at start (replay with GP_TEST_SEED=<seed>), poisons o and lse with NaN, runs the call,
@@ -8,10 +8,10 @@
  * On the cpu backend every case runs three ways: the host implementation, the portable
  * dialect kernel under the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on
  * CUDA), a width-64 build of the same kernel (as HIP runs it; the Makefile's W64_FLAGS
- * build of src/kernels/attention.cu) through the internal gp__attention_fwd_kernel(), and
- * the cuda/ sm_80 kernels with their mma.sync, ldmatrix and cp.async emulated
+ * build of kernels/portable/attention_fwd_portable.cu) through the internal gp__attention_fwd_kernel(), and
+ * the sm_80 kernels (kernels/sm80/) with their mma.sync, ldmatrix and cp.async emulated
  * (GP_CPU_ATTENTION=sm80, warp width 32 only: they are NVIDIA kernels; cases they do not
- * take run the portable kernel there, as on a GPU), and the hip/ AMD MFMA kernels at
+ * take run the portable kernel there, as on a GPU), and the AMD MFMA kernels (kernels/mfma/) at
  * wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma: every case they take, plus the
  * smallest they leave to the portable kernel). Every head_dim the sm_80 kernels have
  * (32, 64, 96, 128, 256) and every one the MFMA kernels have (32, 64, 128) appears in f16
@@ -354,7 +354,7 @@ START_TEST(test_warp64) {
 }
 END_TEST
 
-/* The cuda/ sm_80 kernels under emulation (cpu backend; the cuda backend runs them by
+/* The sm_80 (kernels/sm80/) kernels under emulation (cpu backend; the cuda backend runs them by
  * default). */
 START_TEST(test_sm80) {
   if (gp_backend() != GP_BACKEND_CPU) return;
@@ -362,7 +362,7 @@ START_TEST(test_sm80) {
 }
 END_TEST
 
-/* The cuda/ sm_90a forward under emulation (cpu backend), on the cases it takes: f16 and
+/* The sm_90a (kernels/sm90a/) forward under emulation (cpu backend), on the cases it takes: f16 and
  * bf16, head_dim 64 and 128 (causal, GQA and MQA, windows, varlen, the packed qkv
  * layout, sq > sk, several key tiles through its 2-stage ring, lse). On a GPU of
  * compute capability 9.0 the same cases run the real kernel with GP_ENABLE_SM90A=1. */
@@ -377,7 +377,7 @@ START_TEST(test_sm90a) {
 }
 END_TEST
 
-/* The hip/ MFMA kernels under emulation (cpu backend; the hip backend runs them by
+/* The MFMA (kernels/mfma/) kernels under emulation (cpu backend; the hip backend runs them by
  * default): every case they take (f16/bf16, head_dim == head_dim_v in 32, 64, 128) and
  * the smallest they leave to the portable kernel (the fallback, at little CI time). */
 static int mfma_takes(const acase_t *c) {
@@ -399,7 +399,7 @@ START_TEST(test_mfma) {
 END_TEST
 
 #if defined(GP_BUILD_CPU)
-/* The choice itself (src/attention_mfma.c): what the MFMA kernels take (any alignment),
+/* The choice itself (kernels/mfma/attention_mfma_host.c): what the MFMA kernels take (any alignment),
  * what they leave to the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_mfma_choice) {
   static _Alignas(16) uint16_t buf[64];
@@ -440,7 +440,7 @@ START_TEST(test_mfma_choice) {
 }
 END_TEST
 
-/* The choice itself (src/attention_sm80.c): what the sm_80 kernels take, what they
+/* The choice itself (kernels/sm80/attention_sm80_host.c): what the sm_80 kernels take, what they
  * leave to the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];

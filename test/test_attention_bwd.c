@@ -1,6 +1,6 @@
 /*
  * test_attention_bwd.c - gp_attention_bwd against the float64 reference backward
- * (tool/ref_attention.h), and that reference against central finite differences of the
+ * (ref/ref_attention.h), and that reference against central finite differences of the
  * float64 forward.
  *
  * Every case draws fresh inputs q, k, v and dO (uniform in [-1, 1), never zero) from the
@@ -12,10 +12,10 @@
  * cpu backend the implementations are the host one, the portable dialect kernels under
  * the SIMT executor (GP_CPU_ATTENTION=portable, warp width 32 as on CUDA) and a width-64
  * build of the same kernels (as HIP runs them; the Makefile's W64_FLAGS build of
- * src/kernels/attention_bwd.cu), and the cuda/ sm_80 main kernel between the portable
+ * kernels/portable/attention_bwd_portable.cu), and the sm_80 main kernel (kernels/sm80/) between the portable
  * pre- and postprocess kernels with its mma.sync, ldmatrix and cp.async emulated
  * (GP_CPU_ATTENTION=sm80, warp width 32 only: an NVIDIA kernel; cases it does not take
- * run the portable kernels there, as on a GPU), and the hip/ AMD MFMA kernels (dq, then
+ * run the portable kernels there, as on a GPU), and the AMD MFMA kernels (kernels/mfma/) (dq, then
  * dk/dv) at wave64 with each MFMA emulated (GP_CPU_ATTENTION=mfma), for every case they
  * take: f16/bf16 at head_dim 32, 64 and 128, causal with seqlen_q != seqlen_k, GQA/MQA,
  * sliding windows, varlen, packed layouts, deterministic mode.
@@ -415,7 +415,7 @@ static void check_deterministic(run_t *r, int mode) {
   free(first);
 }
 
-/* Whether the hip/ MFMA backward takes the case (f16/bf16, head_dim == head_dim_v in 32,
+/* Whether the MFMA backward (kernels/mfma/) takes the case (f16/bf16, head_dim == head_dim_v in 32,
  * 64, 128): the mfma mode runs only those (the others would run the portable kernels
  * again, already covered). */
 static int mfma_takes(const bcase_t *c) {

@@ -5,7 +5,7 @@
  * over a shared-memory rendezvous: the GP_CPU_DEVICES=1 run); odd counts (1, 7, 1M+3);
  * send/recv groups; splits; non-blocking and threaded initialisation; argument checks;
  * and the faults: a rank killed mid-all-reduce, a rank alive but absent, a slow rank,
- * mismatched calls, an abort, a planted segment. Inputs come from tool/ref_comm.h (a
+ * mismatched calls, an abort, a planted segment. Inputs come from ref/ref_comm.h (a
  * function of the printed seed, so every rank can check every result); reductions are
  * compared with a float64 reference (integers exactly), copies bit for bit.
  *

@@ -1,6 +1,6 @@
 /*
  * test_gemm.c - gp_gemm, gp_gemm_strided_batched and gp_gemm_ex against the float64
- * reference of tool/ref_gemm.c: every element within its worst-case bound and the
+ * reference of ref/ref_gemm.c: every element within its worst-case bound and the
  * relative norm within a statistical tolerance, outputs poisoned with NaN before each
  * run (so every element is checked written), padding checked untouched.
  *
@@ -10,11 +10,11 @@
  * applies), 1 the packed OpenBLAS path (GP_CPU_GEMM=packed), 2 the portable dialect
  * kernel on the SIMT executor (GP_CPU_GEMM=portable), also at warp width 64 (test case
  * "portable at width 64": GP_CPU_WARP_SIZE=64 runs the kernel's width-64 build), 3 the
- * cuda/ sm_80 kernels on the executor with mma.sync, ldmatrix and cp.async emulated
+ * sm_80 kernels (kernels/sm80/) on the executor with mma.sync, ldmatrix and cp.async emulated
  * (GP_CPU_GEMM=sm80; warp width 32 only: they are NVIDIA kernels); on GPU backends every
  * mode runs the GPU kernel. The sm80 tests add shapes that reach the sm_80 kernels' other
  * paths: 16-byte aligned operands (cp.async), several 128-wide tiles with edges inside a
- * 16-byte chunk, more k tiles than pipeline stages. Mode 4 runs the hip/ AMD MFMA
+ * 16-byte chunk, more k tiles than pipeline stages. Mode 4 runs the AMD MFMA (kernels/mfma/)
  * kernels on the executor at wave64 with each MFMA emulated (GP_CPU_GEMM=mfma), and the
  * mfma tests do for them what the sm80 tests do: several 128 x 128 tiles, k tails inside
  * a 64-byte stage, leading dimensions that do and do not allow 16-byte loads, batches.
@@ -387,7 +387,7 @@ END_TEST
  * pair: 16-byte aligned operands (the cp.async path), several 128 x 128 tiles whose m, n
  * and k edges fall inside a 16-byte chunk, more k tiles than pipeline stages, aligned
  * batch strides, an epilogue, beta 0 and not. On the cpu backend they run with
- * GP_CPU_GEMM=sm80 (the cuda/ kernels under emulation); on a GPU, on its kernels. */
+ * GP_CPU_GEMM=sm80 (the sm_80 and sm_90a kernels under emulation); on a GPU, on its kernels. */
 START_TEST(test_sm80_shapes) {
   set_mode(MODE_SM80);
   unsigned id = 700;
@@ -532,7 +532,7 @@ START_TEST(test_sm90_vs_sm80) {
 END_TEST
 
 #ifdef GP_BUILD_CPU
-/* The sm_90a choice (src/gemm_sm90.c): mode, alignment, types; the sm_80 kernels take
+/* The sm_90a choice (kernels/sm90a/gemm_sm90a_host.c): mode, alignment, types; the sm_80 kernels take
  * the rest in sm90a mode. */
 START_TEST(test_sm90_choice) {
   static _Alignas(16) uint16_t buf[64];
@@ -571,7 +571,7 @@ START_TEST(test_sm90_choice) {
 }
 END_TEST
 
-/* The choice itself (src/gemm_sm80.c), on the cpu backend where the mode decides. */
+/* The choice itself (kernels/sm80/gemm_sm80_host.c), on the cpu backend where the mode decides. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -651,7 +651,7 @@ END_TEST
  * combinations (every one of the five appears): several 128 x 128 tiles with m and n
  * edges inside one, k tails inside a 64-byte stage, leading dimensions that do and do
  * not allow 16-byte loads, batches with gaps, beta 0 and not, an epilogue. On the cpu
- * backend they run with GP_CPU_GEMM=mfma (the hip/ kernels under emulation); on a GPU,
+ * backend they run with GP_CPU_GEMM=mfma (the MFMA kernels (kernels/mfma/) under emulation); on a GPU,
  * on its kernels. */
 START_TEST(test_mfma_shapes) {
   set_mode(MODE_MFMA);
@@ -679,7 +679,7 @@ START_TEST(test_mfma_shapes) {
 END_TEST
 
 #ifdef GP_BUILD_CPU
-/* The choice itself (src/gemm_mfma.c), on the cpu backend where the mode decides. */
+/* The choice itself (kernels/mfma/gemm_mfma_host.c), on the cpu backend where the mode decides. */
 START_TEST(test_mfma_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;

@@ -671,7 +671,7 @@ START_TEST(bench_report) {
 END_TEST
 #endif
 
-/* ---- the library's own dialect kernels (src/kernels/bench.cu) at every width ------------ */
+/* ---- the library's own dialect kernels (kernels/portable/bench.cu) at every width ------------ */
 static void bench_kernels_check(gp_kernel_t vadd, gp_kernel_t gelu, gp_kernel_t reduce, gp_kernel_t barriers,
                                 gp_kernel_t empty) {
   const int n = 5000;

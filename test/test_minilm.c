@@ -2,7 +2,7 @@
  * test_minilm.c - the all-MiniLM-L6-v2 example (examples/minilm) against its reference
  * library: token ids identical to sentence-transformers' tokenizer, and sentence
  * embeddings element by element and by cosine against the float64 embeddings of
- * test/data/minilm_reference.json (tools/minilm/make_reference.py), in f32 and bf16, with
+ * test/data/minilm_reference.json (scripts/minilm/make_reference.py), in f32 and bf16, with
  * the dialect kernels at warp width 32 and (cpu backend) 64, with and without the GEMM
  * epilogues, and (cpu backend) with the portable GEMM and attention kernels the GPUs run.
  * Also each of the model's dialect kernels on random data against a float64 reference

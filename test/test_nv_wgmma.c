@@ -23,7 +23,7 @@
 #include "ref.h"
 
 #if !defined(GP_BUILD_HIP)
-#include "kernels/sm90.h"
+#include "kernels/sm90a/sm90a.h"
 
 GP_KERNEL_DECLARE(kt_wgmma);
 GP_KERNEL_DECLARE(kt_wgmma_hazard);

@@ -107,7 +107,7 @@ START_TEST(dialect_compiles) {
     return;
   }
   static const char *const sources[] = {"kernels/kt_rtc.cu", "kernels/kt_basic.cu",
-                                        "kernels/kt_warp.cu", "../src/kernels/selftest.cu"};
+                                        "kernels/kt_warp.cu", "../kernels/portable/selftest.cu"};
   for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
     char *src = read_source(sources[i]), *log = NULL;
     size_t code = 0;

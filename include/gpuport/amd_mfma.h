@@ -5,7 +5,7 @@
  * @ingroup kernel
  *
  * Include after gpuport/kernel.h in a dialect source built with 64-lane wavefronts
- * (HIP, or the CPU backend with GP_WARP_SIZE 64; the sources in hip/ define it). Each
+ * (HIP, or the CPU backend with GP_WARP_SIZE 64; the sources in kernels/mfma/ define it). Each
  * wrapper is one wave-wide `D = A B + C` (f32 accumulation): every lane of the
  * wavefront calls it with its own registers, as with the instruction. The sources of
  * the register layouts below are the AMD Matrix Instruction Calculator

@@ -90,7 +90,7 @@ typedef struct __attribute__((aligned(GP__NV_TMAP_ALIGN))) gp_nv_tensor_map {
 } gp_nv_tensor_map_t;
 
 /** @cond GP_INTERNAL */
-/* The CPU emulation's view of gp_nv_tensor_map_t (host code fills it: src/tma.c). */
+/* The CPU emulation's view of gp_nv_tensor_map_t (host code fills it: kernels/sm90a/tma.c). */
 typedef struct gp__nv_tmap_cpu {
   uint64_t magic;      /* GP__NV_TMAP_MAGIC */
   const void *base;    /* global address of element (0, 0, 0) */

@@ -2,15 +2,21 @@
  * src/gpu/gpu.h - private to the CUDA and HIP backends: the handle layouts, the one
  * native-error table's interface, and the call macro every src/gpu/ file uses.
  *
- * The same sources build for both vendors: "vendor.h" is cuda/vendor.h or
- * hip/vendor.h, chosen by the Makefile's -Icuda / -Ihip (STYLE.md point 8).
+ * The same sources build for both vendors through one vendor shim, src/gpu/vendor_cuda.h
+ * or src/gpu/vendor_hip.h, chosen by the backend's build macro (GP_BUILD_CUDA or
+ * GP_BUILD_HIP): the gpu* names below are spelled once per vendor there, as ggml's
+ * vendors/hip.h does.
  */
 #ifndef GP_GPU_H
 #define GP_GPU_H
 
 #include <stdbool.h>
 #include "internal.h"
-#include "vendor.h"
+#if defined(GP_BUILD_CUDA)
+#include "gpu/vendor_cuda.h"
+#elif defined(GP_BUILD_HIP)
+#include "gpu/vendor_hip.h"
+#endif
 
 /* ---- handles ------------------------------------------------------------------ */
 /* Every live stream and event is on one list, so gp_device_reset can invalidate and

@@ -1,7 +1,7 @@
 /*
  * nccl.h - the NCCL/RCCL mapping's interface (src/gpu/nccl.c). The mapping itself is
  * vendor-neutral: what it needs from the runtime (native streams, events, the device)
- * comes through these hooks, filled from cuda/vendor.h or hip/vendor.h by
+ * comes through these hooks, filled from src/gpu/vendor_cuda.h or src/gpu/vendor_hip.h by
  * src/gpu/comm_gpu.c, and by fakes in test/test_comm_nccl.c, which compiles nccl.c
  * into the cpu build's test against a mock libnccl.so.2 so CI checks the mapping.
  */

@@ -2,7 +2,7 @@
  * test_comm_mpi.c - gp_comm_init_mpi (gpuport/mpi.h), run by test/mpi/run.sh under
  * `mpirun -np 4`: on the cpu backend every collective x dtype x reduction over the MPI
  * transport, in place and out of place, compared with the float64 references of
- * tool/ref_comm.h (a function of the seed, which rank 0 broadcasts); a group of
+ * ref/ref_comm.h (a function of the seed, which rank 0 broadcasts); a group of
  * send/recv in both orders; a split; a rank that arrives after the others' timeout. On
  * cuda/hip the bootstrap alone (one all-reduce checks it) when a device answers.
  *

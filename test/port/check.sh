@@ -6,7 +6,7 @@
 # converted text. Run from the repository root (make test does).
 set -u
 lib=${1:-lib}
-tool=tools/gpuport-port
+tool=scripts/gpuport-port
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 CXX=${CXX:-g++}

@@ -1,0 +1,99 @@
+/*
+ * tool.h - shared by the files of the `gpuport` program: subcommand entry points,
+ * checked gpuport calls, timing and small argument helpers.
+ */
+#ifndef GP_TOOL_H
+#define GP_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <gpuport.h>
+
+/* ---- subcommands (each returns the process exit status) -------------------------- */
+int tool_info(int argc, char **argv);
+int tool_selftest(int argc, char **argv);
+int tool_bench(int argc, char **argv);
+int tool_demo(int argc, char **argv);
+int tool_embed(int argc, char **argv);       /* embed.c: all-MiniLM-L6-v2 embeddings */
+int tool_bench_embed(int argc, char **argv); /* embed.c: `bench embed` (argv[1] is "embed") */
+/* `gpuport bench launch` (cli/bench_launch.c), called by tool_bench with its options;
+ * kernels: the length of the chain replayed as a graph. */
+int tool_bench_launch(int64_t iters, int64_t warmup, bool json, int64_t kernels, gp_stream_t s);
+/* `gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast`: argv[1] names the
+ * collective; returns -1 when it names none of them (another benchmark). */
+int tool_bench_comm(int argc, char **argv);
+const char *gp_reduce_op_name_tool(gp_reduce_op_t op);
+
+/* ---- checked calls ---------------------------------------------------------------- */
+/* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */
+void tool_report(const char *where, const char *expr, gp_status_t s);
+
+/* Evaluates a gpuport call; on failure reports it, sets `rc` to 1 and jumps to the
+ * enclosing function's `out:` label (which releases what was acquired). */
+#define TOOL_TRY(expr)                                                                   \
+  do {                                                                                   \
+    gp_status_t tool_s_ = (expr);                                                        \
+    if (tool_s_ != GP_SUCCESS) {                                                         \
+      tool_report(__func__, #expr, tool_s_);                                             \
+      rc = 1;                                                                            \
+      goto out;                                                                          \
+    }                                                                                    \
+  } while (0)
+
+/* ---- time and sizes --------------------------------------------------------------- */
+double tool_now_ms(void);                     /* monotonic clock, milliseconds */
+double tool_median(double *v, int n);         /* sorts v in place */
+void tool_fmt_bytes(char *buf, size_t len, double bytes); /* "15.6 GiB" */
+
+/* Prints s as a JSON string (quotes, backslashes escaped; control characters dropped). */
+void tool_json_str(const char *s);
+
+/* ---- arguments -------------------------------------------------------------------- */
+/* When argv[*i] is `name`, parses the next argument as an integer into *out, advances
+ * *i and returns true; exits with status 2 and a message when the value is missing. */
+bool tool_arg_i64(int argc, char **argv, int *i, const char *name, int64_t *out);
+bool tool_arg_u64(int argc, char **argv, int *i, const char *name, uint64_t *out);
+/* Prints "gpuport <cmd>: unknown option '<arg>'" and returns 2. */
+int tool_bad_arg(const char *cmd, const char *arg);
+
+/* ---- host mirrors of device data ------------------------------------------------------ */
+/* gp_malloc + gp_memcpy from host; *dev is NULL on failure. */
+gp_status_t tool_upload(void **dev, const void *host, size_t bytes);
+
+/* The anchor for CPU GEMM figures: OpenBLAS cblas_sgemm (row-major, no transposes),
+ * found in the process (the CPU library links OpenBLAS). NULL elsewhere. */
+typedef void (*tool_sgemm_fn)(int m, int n, int k, float alpha, const float *a, int lda,
+                              const float *b, int ldb, float beta, float *c, int ldc);
+tool_sgemm_fn tool_anchor_sgemm(void);
+
+/* The anchor for GPU GEMM figures (anchor_blas.c): the vendor BLAS, loaded on first use.
+ * tool_vendor_gemm_name: "cuBLAS" or "hipBLASLt", or NULL where there is none; _unavailable: NULL when
+ * it can run, else why not; tool_vendor_gemm: row-major C = A B (m x k by k x n, dense,
+ * type t in and out, f32 accumulation, tf32: TF32 allowed) enqueued on s. */
+const char *tool_vendor_gemm_name(void);
+const char *tool_vendor_gemm_unavailable(void);
+gp_status_t tool_vendor_gemm(gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_dtype_t t,
+                             bool tf32, const void *a, const void *b, void *c);
+
+/* The hip backend's attention anchor (anchor_blas.c): one hipBLASLt product C (m x n,
+ * column-major, ldc) = op(A) op(B) of one type (f32 accumulation, alpha 1, beta 0), batch
+ * strided, on device buffers. Elsewhere create returns NULL with the reason. */
+typedef struct tool_lt_shape {
+  gp_dtype_t type;
+  int trans_a, trans_b;
+  int64_t m, n, k, batch;
+  const void *a, *b;
+  void *c;
+  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+} tool_lt_shape_t;
+typedef struct tool_lt_gemm tool_lt_gemm_t;
+/* Loads hipBLASLt (once) and picks its algorithm for the shape; NULL with the reason in
+ * why (not the hip backend, library absent, no algorithm). */
+tool_lt_gemm_t *tool_lt_gemm_create(const tool_lt_shape_t *shape, char *why, size_t why_len);
+/* Enqueues the product on s (an enqueue function for the bench timer; ctx is the plan). */
+gp_status_t tool_lt_gemm_run(void *ctx, gp_stream_t s);
+void tool_lt_gemm_destroy(tool_lt_gemm_t *g);
+
+#endif /* GP_TOOL_H */

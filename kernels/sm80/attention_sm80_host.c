@@ -1,0 +1,224 @@
+/*
+ * attention_sm80_host.c - whether an sm_80 attention kernel (kernels/sm80/attention_fwd_sm80.cu, and the
+ * backward's main kernel in kernels/sm80/attention_bwd_sm80.cu) runs a checked call, which one,
+ * and its launch. Decided here once for the cuda backend
+ * (devices of compute capability 8.0 and above) and for the cpu backend's emulation mode
+ * (GP_CPU_ATTENTION=sm80, the same kernels built for the CPU executor), so the choice CI
+ * tests is the one the GPUs make. The kernels take f16 or bf16, head_dim == head_dim_v
+ * in {32, 64, 96, 128, 256}, and q, k, v whose pointers and strides allow 16-byte copies
+ * of each row (the backward: dO too); anything else runs the portable kernels, and the
+ * reason goes into the INFO line. The hip backend has no sm_80 kernels.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "attention_impl.h"
+#include "internal.h"
+#include "kernels/sm80/sm80.h"
+
+#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_CPU)
+
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d32);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d96);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d256);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_bf16_d32);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_bf16_d96);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_bf16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm80_bf16_d256);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_f16_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_f16_d96);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_f16_d256);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d96);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d256);
+
+#define N_DIMS 5
+static const int k_dims[N_DIMS] = {32, 64, 96, 128, 256};
+/* [bf16][head_dim index] */
+static const struct gp_kernel_s *const k_fwd[2][N_DIMS] = {
+    {GP_KERNEL_REF(gp__attention_fwd_sm80_f16_d32), GP_KERNEL_REF(gp__attention_fwd_sm80_f16_d64),
+     GP_KERNEL_REF(gp__attention_fwd_sm80_f16_d96), GP_KERNEL_REF(gp__attention_fwd_sm80_f16_d128),
+     GP_KERNEL_REF(gp__attention_fwd_sm80_f16_d256)},
+    {GP_KERNEL_REF(gp__attention_fwd_sm80_bf16_d32), GP_KERNEL_REF(gp__attention_fwd_sm80_bf16_d64),
+     GP_KERNEL_REF(gp__attention_fwd_sm80_bf16_d96), GP_KERNEL_REF(gp__attention_fwd_sm80_bf16_d128),
+     GP_KERNEL_REF(gp__attention_fwd_sm80_bf16_d256)}};
+
+static const struct gp_kernel_s *const k_bwd[2][N_DIMS] = {
+    {GP_KERNEL_REF(gp__attention_bwd_sm80_f16_d32), GP_KERNEL_REF(gp__attention_bwd_sm80_f16_d64),
+     GP_KERNEL_REF(gp__attention_bwd_sm80_f16_d96), GP_KERNEL_REF(gp__attention_bwd_sm80_f16_d128),
+     GP_KERNEL_REF(gp__attention_bwd_sm80_f16_d256)},
+    {GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d32), GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d64),
+     GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d96), GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d128),
+     GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d256)}};
+
+/* Devices (bit d) on which each kernel's shared-memory limit has been raised:
+ * [backward][bf16][head_dim index]. */
+static atomic_ullong g_raised[2][2][N_DIMS];
+
+static bool sm80_enabled(void) {
+#if defined(GP_BUILD_CUDA)
+  const gp_device_props_t *props;
+  if (gp__api_props(__func__, gp__current_device(), &props) != GP_SUCCESS) return false;
+  return props->compute_capability_major >= 8;
+#else
+  /* GP_CPU_ATTENTION=sm90a: the sm_80 kernels take what the sm_90a one does not, as on a GPU */
+  const char *e = getenv(GP__ATTN_ENV);
+  return e != NULL && (strcmp(e, "sm80") == 0 || strcmp(e, "sm90a") == 0);
+#endif
+}
+
+/* Every row of the tensor at x starts 16-byte aligned: the pointer and the strides
+ * (elements of 2 bytes) that move between rows. */
+static bool rows_aligned(const void *x, int64_t bs, int64_t ss, int64_t hs, bool varlen) {
+  return ((uintptr_t)x & 15u) == 0 && ss % 8 == 0 && hs % 8 == 0 && (varlen || bs % 8 == 0);
+}
+
+/* Whether the sm_80 kernels take p (why says why not); *di: the head_dim's index. */
+static bool fits(const gp__attn_params_t *p, int *di, char *why, size_t why_len) {
+  *di = -1;
+  for (int i = 0; i < N_DIMS; i++)
+    if (p->head_dim == k_dims[i]) *di = i;
+  const bool varlen = p->cu_q != NULL;
+  if (p->dtype != GP_F16 && p->dtype != GP_BF16) {
+    snprintf(why, why_len, "f32 has no sm_80 kernel");
+    return false;
+  }
+  if (p->head_dim_v != p->head_dim) {
+    snprintf(why, why_len, "head_dim_v %lld differs from head_dim %lld", (long long)p->head_dim_v,
+             (long long)p->head_dim);
+    return false;
+  }
+  if (*di < 0) {
+    snprintf(why, why_len, "head_dim %lld has no sm_80 kernel (32, 64, 96, 128, 256)",
+             (long long)p->head_dim);
+    return false;
+  }
+  if (!rows_aligned(p->q, p->q_bs, p->q_ss, p->q_hs, varlen) ||
+      !rows_aligned(p->k, p->k_bs, p->k_ss, p->k_hs, varlen) ||
+      !rows_aligned(p->v, p->v_bs, p->v_ss, p->v_hs, varlen)) {
+    snprintf(why, why_len, "rows of q, k or v are not 16-byte aligned (pointer or strides)");
+    return false;
+  }
+  return true;
+}
+
+bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
+                          size_t why_len) {
+  int di;
+  if (!sm80_enabled() || !fits(p, &di, why, why_len)) return false;
+  const int d = k_dims[di];
+  const int64_t tiles = (p->seqlen_q + GP__SM80_ATTN_BM(d) - 1) / GP__SM80_ATTN_BM(d);
+  int64_t blocks;
+  if (__builtin_mul_overflow(tiles, p->heads_q, &blocks) ||
+      __builtin_mul_overflow(blocks, p->batch, &blocks) || blocks > (int64_t)INT32_MAX) {
+    snprintf(why, why_len, "%lld blocks exceed one grid dimension", (long long)tiles);
+    return false;
+  }
+  plan->bwd = 0;
+  plan->bf16 = p->dtype == GP_BF16;
+  plan->dim_index = di;
+  plan->kernel = k_fwd[plan->bf16][di];
+  plan->blocks = (unsigned)blocks;
+  plan->threads = GP__SM80_ATTN_THREADS(d);
+  plan->smem = (size_t)GP__SM80_ATTN_SMEM(d);
+  snprintf(plan->name, sizeof plan->name,
+           "%s (mma.sync m16n8k16, %d query rows x %d keys per step, %d warps, grid %u, %zu B shared)",
+           plan->kernel->name, GP__SM80_ATTN_BM(d), GP__SM80_ATTN_BN(d), GP__SM80_ATTN_WARPS(d),
+           plan->blocks, plan->smem);
+  return true;
+}
+
+bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
+                              char *why, size_t why_len) {
+  const gp__attn_params_t *p = &bp->f;
+  int di;
+  if (!sm80_enabled() || !fits(p, &di, why, why_len)) return false;
+  if (!rows_aligned(bp->d_o, p->o_bs, p->o_ss, p->o_hs, p->cu_q != NULL)) {
+    snprintf(why, why_len, "rows of d_o are not 16-byte aligned (pointer or o's strides)");
+    return false;
+  }
+  const int d = k_dims[di];
+  plan->bwd = 1;
+  plan->bf16 = p->dtype == GP_BF16;
+  plan->dim_index = di;
+  plan->kernel = k_bwd[plan->bf16][di];
+  plan->blocks = 0; /* set at launch, with the split */
+  plan->threads = GP__SM80_BWD_THREADS(d);
+  plan->smem = (size_t)GP__SM80_BWD_SMEM(d);
+  snprintf(plan->name, sizeof plan->name,
+           "%s (mma.sync m16n8k16, %d keys x %d query rows per step, %d warps, %zu B shared)",
+           plan->kernel->name, GP__SM80_BWD_BN(d), GP__SM80_BWD_BMQ(d), GP__SM80_BWD_WARPS(d),
+           plan->smem);
+  return true;
+}
+
+/* Raises the kernel's dynamic shared-memory limit on the current device, once. */
+static gp_status_t raise_smem(const gp__attn_sm80_plan_t *plan) {
+  const int dev = gp__current_device();
+  atomic_ullong *done = &g_raised[plan->bwd][plan->bf16][plan->dim_index];
+  const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
+  if (plan->smem <= 48 * 1024 || (bit && (atomic_load_explicit(done, memory_order_acquire) & bit)))
+    return GP_SUCCESS;
+  GP__TRY(gp_kernel_set_max_dynamic_shared(plan->kernel, plan->smem));
+  atomic_fetch_or_explicit(done, bit, memory_order_release);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
+                                 const gp__attn_sm80_plan_t *plan) {
+  GP__TRY(raise_smem(plan));
+  gp__attn_params_t args_p = *p;
+  void *args[] = {&args_p};
+  return gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1),
+                   plan->smem, stream, args);
+}
+
+gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
+                                     const gp__attn_sm80_plan_t *plan, int64_t blocks) {
+  if (blocks > (int64_t)INT32_MAX)
+    return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_attention_bwd",
+                     "%s needs %lld blocks, more than one grid dimension holds", plan->kernel->name,
+                     (long long)blocks);
+  GP__TRY(raise_smem(plan));
+  void *args[] = {bp};
+  return gp_launch(plan->kernel, gp_dim3((unsigned)blocks, 1, 1), gp_dim3(plan->threads, 1, 1),
+                   plan->smem, stream, args);
+}
+
+#else /* hip: no sm_80 kernels */
+
+bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
+                          size_t why_len) {
+  (void)p, (void)plan, (void)why, (void)why_len;
+  return false;
+}
+
+bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
+                              char *why, size_t why_len) {
+  (void)bp, (void)plan, (void)why, (void)why_len;
+  return false;
+}
+
+gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
+                                 const gp__attn_sm80_plan_t *plan) {
+  (void)stream, (void)p, (void)plan;
+  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no sm_80 kernels in the hip library");
+}
+
+gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
+                                     const gp__attn_sm80_plan_t *plan, int64_t blocks) {
+  (void)stream, (void)bp, (void)plan, (void)blocks;
+  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no sm_80 kernels in the hip library");
+}
+
+#endif
