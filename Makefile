@@ -7,6 +7,7 @@
 #                           porting test (cpu: test/port/check.sh), then the MPI test
 #                           (when mpicc and mpirun are present)
 #   make test-valgrind      the executor's suites under valgrind memcheck (slow)
+#   make fuzz [FUZZ_SECONDS=N]  the libFuzzer harnesses of test/fuzz, N seconds each
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
@@ -290,6 +291,42 @@ test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/t
   build/cpu/test/test_nv_mma
 	for t in $^; do CK_TIMEOUT_MULTIPLIER=20 $(VALGRIND) -q --error-exitcode=99 $$t || exit 1; done
 
+# ---- fuzzing (libFuzzer, clang) ----------------------------------------------------
+# make fuzz [FUZZ_SECONDS=N]: each harness of test/fuzz runs N seconds (default 60) on
+# its committed seeds (test/fuzz/corpus/<target>, read only) plus what it finds, kept in
+# build/fuzz/corpus-<target>; a crash, leak, sanitizer report or timeout fails the run and
+# leaves the input in build/fuzz/ (replay: build/fuzz/fuzz_<target> <file>). CI runs each
+# for a few seconds. The harnesses build the parsers they test from source with clang's
+# -fsanitize=fuzzer,address,undefined (Debian: clang, libclang-rt-14-dev).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := safetensors vocab tokenizer image
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all -DGP_BUILD_CPU -pthread -Iinclude -Isrc -I. \
+              -Iexamples/minilm -Itest/fuzz
+FUZZ_SRC_safetensors := examples/minilm/safetensors.c
+FUZZ_LIBS_safetensors := -lcjson
+FUZZ_SRC_vocab := examples/minilm/tokenizer.c
+FUZZ_LIBS_vocab := -lutf8proc
+FUZZ_SRC_tokenizer := examples/minilm/tokenizer.c
+FUZZ_LIBS_tokenizer := -lutf8proc
+FUZZ_SRC_image := src/image.c src/status.c src/log.c src/registry.c
+define FUZZ_RULE
+build/fuzz/fuzz_$(1): test/fuzz/fuzz_$(1).c $$(FUZZ_SRC_$(1))
+	@mkdir -p $$(@D)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) -MMD -MP -MF $$@.d $$< $$(FUZZ_SRC_$(1)) -o $$@ $$(FUZZ_LIBS_$(1))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
+fuzz: $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus-$$t && echo "== fuzz $$t ($(FUZZ_SECONDS) s)" && \
+	  build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=build/fuzz/$$t- \
+	    build/fuzz/corpus-$$t test/fuzz/corpus/$$t 2>&1 | \
+	    grep -E '^(==|SUMMARY|stat::number_of_executed_units|Done)|ERROR' ; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || { echo "fuzz $$t: FAILED"; exit 1; }; \
+	done; echo "fuzz: every harness ran $(FUZZ_SECONDS) s without a finding"
+
 check: test
 
 # ---- the model of the MiniLM example and its test (the only step that uses the network) --
@@ -359,5 +396,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+.PHONY: all test check fuzz model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

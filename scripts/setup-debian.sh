@@ -16,7 +16,7 @@ export DEBIAN_FRONTEND=noninteractive
 APT="apt-get -o DPkg::Lock::Timeout=600"
 $SUDO $APT update -qq
 $SUDO $APT install -y -qq --no-install-recommends \
-  build-essential pkg-config check libopenblas-dev libclang-rt-14-dev doxygen cmake valgrind \
+  build-essential pkg-config check libopenblas-dev clang libclang-rt-14-dev doxygen cmake valgrind \
   libcjson-dev libutf8proc-dev python3 python3-pip libopenmpi-dev openmpi-bin \
   ${GP_SETUP_EXTRA:-} >/dev/null
 echo "gpuport: build dependencies installed"

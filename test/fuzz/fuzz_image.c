@@ -1,0 +1,22 @@
+/*
+ * fuzz_image.c - libFuzzer harness for the code-image check every loader call makes
+ * first (src/image.c, gp__image_check): any bytes are either accepted as an image whose
+ * headers describe only data inside it, or refused with GP_ERROR_INVALID_IMAGE and a
+ * message; never a crash or a read outside the buffer (the buffer is an exact-size copy,
+ * so ASan sees a read one byte past it).
+ */
+#include <string.h>
+
+#include "fuzz_input.h"
+#include "module.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  unsigned char *copy = malloc(size ? size : 1);
+  if (copy == NULL) return 0;
+  memcpy(copy, data, size);
+  gp_status_t st = gp__image_check(copy, size, "fuzz", "the image");
+  if (st != GP_SUCCESS && st != GP_ERROR_INVALID_IMAGE) abort();
+  if (st != GP_SUCCESS && gp_last_error_message()[0] == '\0') abort();
+  free(copy);
+  return 0;
+}
