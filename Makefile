@@ -1,5 +1,6 @@
 # gpuport - plain Makefile.
-#   make                    build every backend whose toolchain is present (cpu always)
+#   make                    build the default backend (cpu without a GPU; scripts/default-backend.sh)
+#   make all-backends       build every backend whose toolchain is present (cpu always)
 #   make BACKEND=cpu|cuda|hip   build that backend only, and make it the default
 #   make test               run the Check suites on the default backend (1 and 4 CPU
 #                           devices) and the examples (cpu: at warp widths 32 and 64),
@@ -55,12 +56,16 @@ MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
 # The default backend (ARCHITECTURE.md): cuda when nvcc is present and a driver
 # answers, else hip when hipcc is present and a ROCm device answers, else cpu.
+# `make` builds the default backend alone (cpu on a machine without a GPU: minutes, not
+# the half hour the GPU backends take on two cores); `make all-backends` builds every
+# backend of AVAILABLE. `make install` installs the default backend and every other one
+# already built in lib/ (or BACKENDS="..." to choose).
 ifeq ($(origin BACKEND),undefined)
 BACKEND := $(shell NVCC="$(NVCC)" HIPCC="$(HIPCC)" sh scripts/default-backend.sh)
-BACKENDS := $(AVAILABLE)
-else
-BACKENDS := $(BACKEND)
 endif
+BUILT := $(patsubst lib/libgpuport-%.so.$(VERSION),%,$(wildcard lib/libgpuport-*.so.$(VERSION)))
+BACKENDS ?= $(sort $(BACKEND) $(filter $(AVAILABLE),$(BUILT)))
+BUILD_START := $(shell date +%s)
 
 OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas)
@@ -122,7 +127,10 @@ NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc -
 HIPCC_FLAGS := -MMD -MP -x hip -std=c++17 -O3 -g -fPIC -fvisibility=hidden -DGP_BUILD_HIP -Iinclude -Isrc -I. \
                $(addprefix --offload-arch=,$(HIP_ARCHS)) -Wall -Wextra $(if $(WERROR),-Werror)
 
-all: $(foreach b,$(BACKENDS),backend-$(b)) bin/gpuport $(MPI_LIB)
+all: backend-$(BACKEND) bin/gpuport $(MPI_LIB)
+	@echo "gpuport $(VERSION): built the $(BACKEND) backend (lib/libgpuport-$(BACKEND).so, bin/gpuport) in $$(( $$(date +%s) - $(BUILD_START) )) s; make all-backends builds $(AVAILABLE)"
+all-backends: $(foreach b,$(AVAILABLE),backend-$(b)) bin/gpuport $(MPI_LIB)
+	@echo "gpuport $(VERSION): built the $(AVAILABLE) backends (default $(BACKEND)) in $$(( $$(date +%s) - $(BUILD_START) )) s"
 
 # The sm_90a sources (wgmma, TMA: gpuport/nv_wgmma.h) build for sm_90a alone: their
 # instructions exist nowhere else, and the kernels run only on compute capability 9.0.
@@ -337,7 +345,7 @@ model:
 # The .pc files are written at install time, so they carry the PREFIX installed to.
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@BACKEND@|$(1)|g' \
               -e 's|@LIBS_PRIVATE@|$(LIBS_$(1))|g' pkgconfig/gpuport-backend.pc.in
-install: all
+install: all $(foreach b,$(BACKENDS),backend-$(b))
 	install -d $(DESTDIR)$(PREFIX)/include/gpuport $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/cmake/gpuport
 	install -m 644 include/gpuport.h $(DESTDIR)$(PREFIX)/include/
@@ -396,5 +404,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check fuzz model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+.PHONY: all all-backends test check fuzz model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san
