@@ -147,10 +147,14 @@ def figures(raw, name):
         d = read_json(os.path.join(raw, "info.json"))
         devs = d.get("devices") or []
         dev = devs[0] if devs else {}
-        return {"backend": d.get("backend"), "version": d.get("gpuport_version"), "devices": d.get("device_count"),
-                "device": dev.get("name"), "arch": dev.get("arch"),
-                "compute_capability": dev.get("compute_capability"),
-                "multiprocessors": dev.get("multiprocessor_count"), "memory_bytes": dev.get("total_memory")}, []
+        fig = {"backend": d.get("backend"), "version": d.get("gpuport_version"), "devices": d.get("device_count"),
+               "device": dev.get("name"), "arch": dev.get("arch"),
+               "compute_capability": dev.get("compute_capability"),
+               "multiprocessors": dev.get("multiprocessor_count"), "memory_bytes": dev.get("total_memory")}
+        sass = os.path.join(raw, "sass.json")
+        if os.path.exists(sass) and os.path.getsize(sass):
+            fig["sass"] = read_json(sass)
+        return fig, []
     if name == "hardware":
         return fig_hardware(raw)
     if name in ("kernels", "kernels-sm90a"):
@@ -173,9 +177,16 @@ def key_figures(s):
     f, n = s.get("figures") or {}, s["name"]
     if "error" in f:
         return "output: " + f["error"]
+    if n == "info" and f and not f.get("devices"):
+        return "no %s device answered" % f.get("backend")
     if n == "info" and f:
-        return "%s (%s, cc %s, %s SMs)" % (f.get("device"), f.get("arch"), f.get("compute_capability"),
-                                          f.get("multiprocessors"))
+        txt = "%s (%s, cc %s, %s SMs)" % (f.get("device"), f.get("arch"), f.get("compute_capability"),
+                                         f.get("multiprocessors"))
+        if f.get("sass"):
+            x = f["sass"]
+            txt += "; SASS: HGMMA in %d kernels, HMMA in %d, UTMALDG %d" % (x["HGMMA_kernels"], x["HMMA_kernels"],
+                                                                         x["UTMALDG"])
+        return txt
     if n == "hardware" and f:
         return "%d probes: %d pass, %d fail, %d skip" % (f["probes"], f["passed"], f["failed"], f["skipped"])
     if n.startswith("kernels") and f:
@@ -252,8 +263,7 @@ def main():
                                                          env.get("bundle_built")),
           "- run: %s (%s), %.0f s of steps (budget %d s)%s" % (env.get("started"), env.get("host"), total, budget,
                                                                ", small shapes" if env.get("small") == "1" else ""),
-          ] + (["- SASS of the library: %s" % env["bundle_sass"]] if env.get("bundle_sass") else []) + \
-         (["- %s" % env["bundle_rebuilt"]] if env.get("bundle_rebuilt") else []) + [
+          ] + (["- %s" % env["bundle_rebuilt"]] if env.get("bundle_rebuilt") else []) + [
           "", "| step | status | seconds / limit | key figures |", "|---|---|---|---|"]
     for s in steps:
         note = key_figures(s)

@@ -24,7 +24,7 @@
 #       ..." shortens a step's limit.
 #
 #   step            limit  what
-#   info               15  gpuport info --json
+#   info               15  gpuport info --json; SASS counts (HGMMA, HMMA, UTMALDG) by cuobjdump
 #   hardware           30  gpuport selftest --hardware (lane probes: sm_80, sm_90a, MFMA)
 #   kernels            40  gpuport selftest --kernels, GP_ENABLE_SM90A=0
 #   kernels-sm90a      45  gpuport selftest --kernels, GP_ENABLE_SM90A=1 (sm_90a beside
@@ -147,16 +147,6 @@ prepare() {
       echo "nvcc=$("$nvcc" --version 2> /dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 \2/p')"
     fi
     echo "model=$mnote"
-    # the tensor-core instructions the kernels compiled to (SASS of the fat binary)
-    local objdump=${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump
-    command -v cuobjdump > /dev/null 2>&1 && objdump=cuobjdump
-    if [ "$backend" = cuda ] && [ -x "$(command -v "$objdump")" ]; then
-      "$objdump" -sass "$root/$lib" 2> /dev/null | awk '
-        / Function : / { f = $3 }
-        /HGMMA/ { g++; if (f ~ /sm90/) g90[f] = 1 } /HMMA/ { h++ } /UTMALDG/ { t++ } /LDSM/ { l++ }
-        END { n = 0; for (k in g90) n++
-              printf "sass=HMMA %d, HGMMA %d (in %d sm_90a kernels), UTMALDG %d, LDSM %d\n", h, g, n, t, l }'
-    fi
   } > "$out/MANIFEST.txt"
   # The bundle's program must start here (library found through $ORIGIN).
   if ! LD_LIBRARY_PATH="$out/lib" "$out/bin/gpuport" version > /dev/null 2>&1; then
@@ -180,7 +170,24 @@ prepare() {
 
 q_kernels() { if [ "$SMALL" = 1 ]; then echo --quick; fi; }
 
-step_info() { "$TOOL" info --json > "$RAW/info.json"; }
+# The SASS counts: did the sm_90a kernels compile to HGMMA (wgmma) and UTMALDG (TMA),
+# the sm_80 ones to HMMA and LDSM (cuobjdump, where the machine has it).
+sass_counts() {
+  local objdump
+  objdump=$(command -v cuobjdump || echo "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump")
+  [ "$BACKEND" = cuda ] && [ -x "$objdump" ] || return 0
+  timeout 10 "$objdump" -sass "$BUNDLE"/lib/libgpuport-cuda.so.*.* 2> /dev/null | awk '
+    / Function : / { f = $3 }
+    /HGMMA/ { g++; gk[f] = 1 } /HMMA/ { h++; hk[f] = 1 } /UTMALDG/ { t++ } /LDSM/ { l++ }
+    END { ng = 0; for (k in gk) ng++; nh = 0; for (k in hk) nh++
+          printf "{\"HMMA\": %d, \"HMMA_kernels\": %d, \"HGMMA\": %d, \"HGMMA_kernels\": %d, \"UTMALDG\": %d, \"LDSM\": %d}\n", h, nh, g, ng, t, l }' \
+    > "$RAW/sass.json"
+}
+
+step_info() {
+  "$TOOL" info --json > "$RAW/info.json" || return 1
+  sass_counts
+}
 
 step_hardware() { "$TOOL" selftest --hardware --json > "$RAW/hardware.jsonl"; }
 
@@ -312,10 +319,11 @@ run() {
       fi
     fi
   fi
+  # The compute capability of device 0, as the library sees it.
   CC=""
   HOPPER=0
-  if [ "$BACKEND" = cuda ] && command -v nvidia-smi > /dev/null 2>&1; then
-    CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2> /dev/null | head -n 1 | tr -d ' ')
+  if [ "$BACKEND" = cuda ]; then
+    CC=$("$TOOL" info --json 2> /dev/null | grep -o '"compute_capability": "[0-9.]*"' | head -n 1 | sed 's/.*: "\(.*\)"/\1/')
   fi
   [ "$CC" = 9.0 ] && HOPPER=1
   export TOOL BUNDLE RAW SMALL BACKEND HOPPER CC LD_LIBRARY_PATH
@@ -356,7 +364,7 @@ run() {
       case $rc in
         0) st=pass ;;
         124 | 137) st=timeout; reason="over its ${lim} s limit" ;;
-        *) st=fail; reason="exit status $rc" ;;
+        *) st=fail; reason="exit status $rc$(tail -n 1 "$RAW/$name.stderr.txt" 2> /dev/null | tr -d '\t' | cut -c1-200 | sed 's/^/: /')" ;;
       esac
       [ -s "$RAW/$name.stdout.txt" ] || rm -f "$RAW/$name.stdout.txt"
       [ -s "$RAW/$name.stderr.txt" ] || rm -f "$RAW/$name.stderr.txt"
