@@ -87,6 +87,13 @@ static void mma_identity(int bf16) {
   ck_assert(d[5][0] == 11.0f && d[5][1] == 12.0f && d[5][2] == 75.0f && d[5][3] == 76.0f);
   /* lane 31 (g 7, t 3): D[7][6], D[7][7], D[15][6], D[15][7] = 63, 64, 127, 128 */
   ck_assert(d[31][0] == 63.0f && d[31][1] == 64.0f && d[31][2] == 127.0f && d[31][3] == 128.0f);
+  /* every lane: d_i = B[g + 8 (i / 2)][2t + i % 2] = 8 (g + 8 (i / 2)) + 2t + i % 2 + 1 */
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < 4; i++) {
+      const int g = l / 4, t = l % 4;
+      const float want = (float)(8 * (g + 8 * (i / 2)) + 2 * t + i % 2 + 1);
+      ck_assert_msg(d[l][i] == want, "lane %d d%d = %g, want %g", l, i, (double)d[l][i], (double)want);
+    }
 }
 
 START_TEST(test_mma_identity) { mma_identity(_i); }
