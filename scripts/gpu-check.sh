@@ -21,7 +21,7 @@
 #       step's raw output, each file capped at 2 MiB). --small: tiny shapes (seconds, not
 #       minutes; for CI on the cpu bundle). --only: just these steps (a second try).
 #       Exit status 0 when no step failed or timed out. GPU_CHECK_LIMITS="step=seconds
-#       ..." shortens a step's limit.
+#       ..." sets a step's limit (within the budget).
 #
 #   step            limit  what
 #   info               15  gpuport info --json; SASS counts (HGMMA, HMMA, UTMALDG) by cuobjdump
@@ -52,7 +52,7 @@ die() {
 
 limit_of() {
   local o
-  for o in ${GPU_CHECK_LIMITS:-}; do # "step=seconds ...": a shorter limit (tests, a retry)
+  for o in ${GPU_CHECK_LIMITS:-}; do # "step=seconds ...": another limit (tests, a retry)
     if [ "${o%%=*}" = "$1" ] && [ "${o#*=}" -gt 0 ] 2> /dev/null; then
       echo "${o#*=}"
       return
