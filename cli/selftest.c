@@ -110,7 +110,7 @@ void *st_random(st_ctx_t *c, gp_dtype_t dtype, size_t n, double lo, double hi) {
 
 /* ---- the driver ------------------------------------------------------------------------ */
 
-static uint64_t fnv1a(const char *s) {
+uint64_t st_name_hash(const char *s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
   return h;
@@ -131,6 +131,10 @@ static bool known_check(const char *name) {
 }
 
 int tool_selftest(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--hardware")) return tool_selftest_hardware(argc, argv);
+    if (!strcmp(argv[i], "--kernels")) return tool_selftest_kernels(argc, argv);
+  }
   bool json = false, quick = false, have_seed = false;
   uint64_t seed = 0;
   const char *filter = NULL;
@@ -183,7 +187,7 @@ int tool_selftest(int argc, char **argv) {
       st_ctx_t c;
       memset(&c, 0, sizeof c);
       c.name = k->name;
-      c.seed = seed ^ fnv1a(k->name);
+      c.seed = seed ^ st_name_hash(k->name);
       gp_ref_rng_seed(&c.rng, c.seed);
       c.quick = quick;
       c.big = gp_backend() != GP_BACKEND_CPU && !quick;

@@ -69,6 +69,49 @@ bool st_expect_status(st_ctx_t *c, const char *what, gp_status_t got, gp_status_
 /* Fills a host array with fresh uniform values in [lo, hi) (representable in dtype). */
 void *st_random(st_ctx_t *c, gp_dtype_t dtype, size_t n, double lo, double hi);
 
+/* ---- the GEMM and attention runners (selftest_gemm.c, selftest_attention.c), also
+ * used by `selftest --kernels` (selftest_kernels.c) ----------------------------------- */
+typedef enum { ST_API_GEMM, ST_API_BATCHED, ST_API_EX } st_gemm_api_t;
+
+typedef struct st_gemm_case {
+  gp_layout_t layout;
+  gp_op_t ta, tb;
+  int64_t m, n, k, pad; /* pad: leading dimensions exceed their minimum by this much */
+  gp_dtype_t in, out;
+  float alpha, beta;
+  gp_epilogue_t epi;
+  gp_dtype_t bias_type;
+  int64_t batch;
+  bool bcast_b; /* stride_b = 0 */
+  st_gemm_api_t api;
+  bool align8;  /* leading dimensions and batch strides of A and B rounded up to
+                   multiples of 8 elements (16-byte rows: cp.async, TMA) */
+  bool tf32;    /* GP_COMPUTE_TF32 (ST_API_EX): inputs may be rounded to tf32 */
+} st_gemm_case_t;
+/* One GEMM case against the float64 reference (C poisoned when beta == 0, padding
+ * checked untouched); sample_rows > 0 compares that many rows only. */
+bool st_gemm_run(st_ctx_t *c, const st_gemm_case_t *g, int64_t sample_rows);
+
+typedef struct st_attn_case {
+  gp_dtype_t dtype;
+  int64_t batch, sq, sk, hq, hkv, d, dv;
+  int causal;
+  int64_t wl, wr;
+  float scale;
+  bool lse;
+  const int32_t *len_q, *len_k; /* varlen: batch lengths each, or NULL */
+} st_attn_case_t;
+/* The forward (o and lse) and the backward (dq, dk, dv; twice, compared bit for bit,
+ * when deterministic) of one case against the float64 references. */
+bool st_attn_fwd(st_ctx_t *c, const st_attn_case_t *a);
+bool st_attn_bwd(st_ctx_t *c, const st_attn_case_t *a, bool deterministic);
+
+/* ---- `selftest --hardware` and `selftest --kernels` --------------------------------- */
+int tool_selftest_hardware(int argc, char **argv); /* selftest_hardware.c */
+int tool_selftest_kernels(int argc, char **argv);  /* selftest_kernels.c */
+/* FNV-1a of s: a check's seed is the run's seed XOR the hash of its name. */
+uint64_t st_name_hash(const char *s);
+
 /* The checks, by module. Each table ends with a zero entry. */
 extern const st_check_t st_runtime_checks[];
 extern const st_check_t st_convert_checks[];

@@ -14,17 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct acase {
-  gp_dtype_t dtype;
-  int64_t batch, sq, sk, hq, hkv, d, dv;
-  int causal;
-  int64_t wl, wr;
-  float scale;
-  bool lse;
-  const int32_t *len_q, *len_k; /* varlen: batch lengths each, or NULL */
-} acase_t;
 
-static bool run_case(st_ctx_t *c, const acase_t *a) {
+bool st_attn_fwd(st_ctx_t *c, const st_attn_case_t *a) {
   const int64_t dv = a->dv ? a->dv : a->d;
   int32_t cu_q[17] = {0}, cu_k[17] = {0};
   int64_t sq = a->sq, sk = a->sk;
@@ -107,7 +98,7 @@ out:
 /* The backward of case a: the forward for o and lse, then gp_attention_bwd (twice with
  * deterministic set, the runs compared byte for byte), dq, dk and dv against the
  * reference. */
-static bool run_bwd(st_ctx_t *c, const acase_t *a, bool deterministic) {
+bool st_attn_bwd(st_ctx_t *c, const st_attn_case_t *a, bool deterministic) {
   const int64_t dv = a->dv ? a->dv : a->d;
   int32_t cu_q[17] = {0}, cu_k[17] = {0};
   int64_t sq = a->sq, sk = a->sk;
@@ -218,36 +209,36 @@ out:
 
 static void check_model(st_ctx_t *c, const void *arg) {
   (void)arg;
-  acase_t a = {GP_BF16, 1, 256, 256, 32, 8, 128, 0, 1, -1, -1, 0.0f, true, NULL, NULL};
+  st_attn_case_t a = {GP_BF16, 1, 256, 256, 32, 8, 128, 0, 1, -1, -1, 0.0f, true, NULL, NULL};
   if (c->big) a.sq = a.sk = 1024;
   if (c->quick) a.sq = a.sk = 64, a.hq = 8, a.hkv = 2, a.d = 64;
-  run_case(c, &a);
+  st_attn_fwd(c, &a);
 }
 
 static void check_case(st_ctx_t *c, const void *arg) {
-  run_case(c, arg);
+  st_attn_fwd(c, arg);
 }
 
 static void check_bwd_model(st_ctx_t *c, const void *arg) {
   (void)arg;
-  acase_t a = {GP_BF16, 1, 128, 128, 32, 8, 128, 0, 1, -1, -1, 0.0f, true, NULL, NULL};
+  st_attn_case_t a = {GP_BF16, 1, 128, 128, 32, 8, 128, 0, 1, -1, -1, 0.0f, true, NULL, NULL};
   if (c->big) a.sq = a.sk = 1024;
   if (c->quick) a.sq = a.sk = 64, a.hq = 8, a.hkv = 2, a.d = 64;
-  run_bwd(c, &a, false);
+  st_attn_bwd(c, &a, false);
 }
 
-static void check_bwd(st_ctx_t *c, const void *arg) { run_bwd(c, arg, false); }
-static void check_bwd_det(st_ctx_t *c, const void *arg) { run_bwd(c, arg, true); }
+static void check_bwd(st_ctx_t *c, const void *arg) { st_attn_bwd(c, arg, false); }
+static void check_bwd_det(st_ctx_t *c, const void *arg) { st_attn_bwd(c, arg, true); }
 
 static const int32_t vq[3] = {17, 1, 40}, vk[3] = {17, 30, 64};
-static const acase_t gqa = {GP_F16, 2, 37, 53, 6, 2, 64, 0, 0, -1, -1, 0.0f, true, NULL, NULL};
-static const acase_t window = {GP_F32, 2, 48, 80, 4, 4, 32, 0, 1, 16, -1, 0.3f, true, NULL, NULL};
-static const acase_t empty = {GP_BF16, 1, 40, 24, 4, 1, 128, 0, 1, -1, -1, 0.0f, true, NULL, NULL};
-static const acase_t varlen = {GP_F16, 3, 0, 0, 4, 2, 64, 0, 1, -1, -1, 0.0f, true, vq, vk};
-static const acase_t dimv = {GP_BF16, 1, 33, 47, 4, 2, 80, 48, 0, 8, 4, 0.0f, false, NULL, NULL};
+static const st_attn_case_t gqa = {GP_F16, 2, 37, 53, 6, 2, 64, 0, 0, -1, -1, 0.0f, true, NULL, NULL};
+static const st_attn_case_t window = {GP_F32, 2, 48, 80, 4, 4, 32, 0, 1, 16, -1, 0.3f, true, NULL, NULL};
+static const st_attn_case_t empty = {GP_BF16, 1, 40, 24, 4, 1, 128, 0, 1, -1, -1, 0.0f, true, NULL, NULL};
+static const st_attn_case_t varlen = {GP_F16, 3, 0, 0, 4, 2, 64, 0, 1, -1, -1, 0.0f, true, vq, vk};
+static const st_attn_case_t dimv = {GP_BF16, 1, 33, 47, 4, 2, 80, 48, 0, 8, 4, 0.0f, false, NULL, NULL};
 /* Backward: sq > sk with causal leaves rows with no visible key. */
-static const acase_t bwd_gqa = {GP_F16, 2, 45, 37, 6, 2, 64, 0, 1, 12, -1, 0.0f, true, NULL, NULL};
-static const acase_t bwd_det = {GP_F32, 1, 70, 90, 4, 1, 96, 48, 0, -1, -1, 0.3f, true, NULL, NULL};
+static const st_attn_case_t bwd_gqa = {GP_F16, 2, 45, 37, 6, 2, 64, 0, 1, 12, -1, 0.0f, true, NULL, NULL};
+static const st_attn_case_t bwd_det = {GP_F32, 1, 70, 90, 4, 1, 96, 48, 0, -1, -1, 0.3f, true, NULL, NULL};
 
 const st_check_t st_attention_checks[] = {
     {"attention.model_causal_gqa", check_model, NULL},

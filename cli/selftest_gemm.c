@@ -14,21 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { API_GEMM, API_BATCHED, API_EX } gemm_api_t;
-
-typedef struct gcase {
-  gp_layout_t layout;
-  gp_op_t ta, tb;
-  int64_t m, n, k, pad; /* pad: leading dimensions exceed their minimum by this much */
-  gp_dtype_t in, out;
-  float alpha, beta;
-  gp_epilogue_t epi;
-  gp_dtype_t bias_type;
-  int64_t batch;
-  bool bcast_b; /* stride_b = 0 */
-  gemm_api_t api;
-} gcase_t;
-
 /* op(X) is r x cols: the stored extent of the outer dimension and the minimum ld. */
 static int64_t outer(gp_layout_t l, gp_op_t t, int64_t r, int64_t cols) {
   bool row = l == GP_ROW_MAJOR, tr = t == GP_OP_T;
@@ -40,14 +25,23 @@ static int64_t min_ld(gp_layout_t l, gp_op_t t, int64_t r, int64_t cols) {
   return v > 1 ? v : 1;
 }
 
-static gp_status_t call(const gcase_t *g, const void *a, int64_t lda, const void *b, int64_t ldb,
+/* The float64 reference; with TF32 allowed, inputs rounded to 10 mantissa bits (2^-11)
+ * and tensor-core sums (2^-23) widen the bound. */
+static void reference(const st_gemm_case_t *g, const gp_ref_gemm_t *r, double *ref, double *bound) {
+  if (g->tf32)
+    gp_ref_gemm_rounded(r, 0x1.0p-11, 0x1.0p-23, ref, bound);
+  else
+    gp_ref_gemm(r, ref, bound);
+}
+
+static gp_status_t call(const st_gemm_case_t *g, const void *a, int64_t lda, const void *b, int64_t ldb,
                         void *cc, int64_t ldc, const void *bias, int64_t sa, int64_t sb,
                         int64_t sc) {
   switch (g->api) {
-    case API_GEMM:
+    case ST_API_GEMM:
       return gp_gemm(NULL, g->layout, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, g->in, lda, b,
                      g->in, ldb, g->beta, cc, g->out, ldc);
-    case API_BATCHED:
+    case ST_API_BATCHED:
       return gp_gemm_strided_batched(NULL, g->layout, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a,
                                      g->in, lda, b, g->in, ldb, g->beta, cc, g->out, ldc, g->batch,
                                      sa, sb, sc);
@@ -64,21 +58,25 @@ static gp_status_t call(const gcase_t *g, const void *a, int64_t lda, const void
       d.c = cc, d.c_type = g->out, d.ldc = ldc;
       d.batch = g->batch, d.stride_a = sa, d.stride_b = sb, d.stride_c = sc;
       d.epilogue = g->epi, d.bias = bias, d.bias_type = g->bias_type;
+      if (g->tf32) d.compute = GP_COMPUTE_TF32;
       return gp_gemm_ex(NULL, &d);
     }
   }
 }
 
+/* x rounded up to a multiple of 8 when the case asks for 16-byte aligned rows. */
+static int64_t up8(const st_gemm_case_t *g, int64_t x) { return g->align8 ? (x + 7) / 8 * 8 : x; }
+
 /* Runs one case and compares it. sample_rows > 0 (row-major, N/N, batch 1 only) checks
  * that many rows, in four chunks at random offsets, instead of all of C: the float64
  * reference of a model-sized GEMM would take minutes on the host. */
-static bool run_case(st_ctx_t *c, const gcase_t *g, int64_t sample_rows) {
+bool st_gemm_run(st_ctx_t *c, const st_gemm_case_t *g, int64_t sample_rows) {
   const int64_t batch = g->batch > 0 ? g->batch : 1;
-  const int64_t lda = min_ld(g->layout, g->ta, g->m, g->k) + g->pad;
-  const int64_t ldb = min_ld(g->layout, g->tb, g->k, g->n) + g->pad;
+  const int64_t lda = up8(g, min_ld(g->layout, g->ta, g->m, g->k) + g->pad);
+  const int64_t ldb = up8(g, min_ld(g->layout, g->tb, g->k, g->n) + g->pad);
   const int64_t ldc = min_ld(g->layout, GP_OP_N, g->m, g->n) + g->pad;
-  const int64_t sa = lda * outer(g->layout, g->ta, g->m, g->k);
-  const int64_t sb = g->bcast_b ? 0 : ldb * outer(g->layout, g->tb, g->k, g->n);
+  const int64_t sa = up8(g, lda * outer(g->layout, g->ta, g->m, g->k));
+  const int64_t sb = g->bcast_b ? 0 : up8(g, ldb * outer(g->layout, g->tb, g->k, g->n));
   const int64_t sc = ldc * outer(g->layout, GP_OP_N, g->m, g->n);
   const size_t na = (size_t)(sa * batch), nb = (size_t)(g->bcast_b ? ldb * outer(g->layout, g->tb, g->k, g->n) : sb * batch);
   const size_t nc = (size_t)(sc * batch), es_in = gp_dtype_size(g->in), es_out = gp_dtype_size(g->out);
@@ -109,7 +107,8 @@ static bool run_case(st_ctx_t *c, const gcase_t *g, int64_t sample_rows) {
   char what[160];
   snprintf(what, sizeof what, "%lldx%lldx%lld %s->%s", (long long)g->m, (long long)g->n,
            (long long)g->k, gp_dtype_name(g->in), gp_dtype_name(g->out));
-  double tol = gp_ref_gemm_rel_tol(g->k, g->out);
+  /* TF32 input rounding: about 0.8 * 2^-11 relative on random data, allowed 2^-9 more */
+  double tol = gp_ref_gemm_rel_tol(g->k, g->out) + (g->tf32 ? 0x1.0p-9 : 0.0);
   if (sample_rows > 0) {
     /* Gather four chunks of rows of the got and reference C. */
     int64_t chunk = sample_rows / 4 > 0 ? sample_rows / 4 : 1, rows = 4 * chunk;
@@ -129,7 +128,7 @@ static bool run_case(st_ctx_t *c, const gcase_t *g, int64_t sample_rows) {
       r.b = hb;
       r.c = (const char *)hc0 + (size_t)(i0 * ldc) * es_out;
       gp_ref_gemm_untouched(r.c, g->out, (size_t)(chunk * ldc), ref + off, bound + off);
-      gp_ref_gemm(&r, ref + off, bound + off);
+      reference(g, &r, ref + off, bound + off);
       memcpy(got + off * es_out, (const char *)hc + (size_t)(i0 * ldc) * es_out,
              (size_t)(chunk * ldc) * es_out);
     }
@@ -147,7 +146,7 @@ static bool run_case(st_ctx_t *c, const gcase_t *g, int64_t sample_rows) {
       r.a = (const char *)ha + (size_t)(p * sa) * es_in;
       r.b = (const char *)hb + (size_t)(p * sb) * es_in;
       r.c = (const char *)hc0 + (size_t)(p * sc) * es_out;
-      gp_ref_gemm(&r, ref + p * sc, bound + p * sc);
+      reference(g, &r, ref + p * sc, bound + p * sc);
     }
     ok = st_compare(c, what, hc, g->out, ref, bound, 0.0, nc, tol);
   }
@@ -170,11 +169,11 @@ out:
  * GPUs, 256 x 512 x 512 on the CPU. */
 static void check_model(st_ctx_t *c, const void *arg) {
   (void)arg;
-  gcase_t g = {GP_ROW_MAJOR, GP_OP_N, GP_OP_N, 256, 512, 512, 0, GP_BF16, GP_BF16, 1.0f, 0.0f,
-               GP_EPILOGUE_NONE, GP_F32, 1, false, API_GEMM};
+  st_gemm_case_t g = {GP_ROW_MAJOR, GP_OP_N, GP_OP_N, 256, 512, 512, 0, GP_BF16, GP_BF16, 1.0f, 0.0f,
+               GP_EPILOGUE_NONE, GP_F32, 1, false, ST_API_GEMM, false, false};
   if (c->big) g.m = 2048, g.n = 4096, g.k = 4096;
   if (c->quick) g.m = 64, g.n = 128, g.k = 128;
-  if (!run_case(c, &g, c->big ? 32 : 0)) return;
+  if (!st_gemm_run(c, &g, c->big ? 32 : 0)) return;
   if (c->big) {
     char cmp[sizeof c->summary];
     snprintf(cmp, sizeof cmp, "%s", c->summary);
@@ -186,10 +185,10 @@ static void check_model(st_ctx_t *c, const void *arg) {
 static void check_combo(st_ctx_t *c, const void *arg) {
   const gp_dtype_t *t = arg;
   for (int v = 0; v < 8; v++) {
-    gcase_t g = {v & 4 ? GP_COL_MAJOR : GP_ROW_MAJOR, v & 2 ? GP_OP_T : GP_OP_N,
+    st_gemm_case_t g = {v & 4 ? GP_COL_MAJOR : GP_ROW_MAJOR, v & 2 ? GP_OP_T : GP_OP_N,
                  v & 1 ? GP_OP_T : GP_OP_N, 67, 45, 129, 3, t[0], t[1], 0.75f,
-                 v & 1 ? 0.5f : 0.0f, GP_EPILOGUE_NONE, GP_F32, 1, false, API_GEMM};
-      if (!run_case(c, &g, 0)) return;
+                 v & 1 ? 0.5f : 0.0f, GP_EPILOGUE_NONE, GP_F32, 1, false, ST_API_GEMM, false, false};
+      if (!st_gemm_run(c, &g, 0)) return;
   }
   st_note(c, "67x45x129 %s->%s, 8 layout/op variants, ld+3, beta 0 and 0.5: worst rel_norm=%.3g",
           gp_dtype_name(t[0]), gp_dtype_name(t[1]), c->worst_rel);
@@ -200,10 +199,10 @@ static void check_epilogue(st_ctx_t *c, const void *arg) {
   static const gp_epilogue_t epi[] = {GP_EPILOGUE_BIAS, GP_EPILOGUE_BIAS_RELU,
                                       GP_EPILOGUE_BIAS_GELU, GP_EPILOGUE_BIAS_GELU_TANH};
   for (int v = 0; v < 8; v++) {
-    gcase_t g = {GP_ROW_MAJOR, GP_OP_N, v & 1 ? GP_OP_T : GP_OP_N, 64, 96, 80, 0, GP_BF16,
+    st_gemm_case_t g = {GP_ROW_MAJOR, GP_OP_N, v & 1 ? GP_OP_T : GP_OP_N, 64, 96, 80, 0, GP_BF16,
                  v & 1 ? GP_BF16 : GP_F32, 1.0f, 0.0f, epi[v / 2], v & 1 ? GP_BF16 : GP_F32, 1,
-                 false, API_EX};
-      if (!run_case(c, &g, 0)) return;
+                 false, ST_API_EX, false, false};
+      if (!st_gemm_run(c, &g, 0)) return;
   }
   st_note(c, "64x96x80 bf16, bias/relu/gelu/gelu_tanh, f32 and bf16 bias: worst rel_norm=%.3g",
           c->worst_rel);
@@ -211,11 +210,11 @@ static void check_epilogue(st_ctx_t *c, const void *arg) {
 
 static void check_batched(st_ctx_t *c, const void *arg) {
   (void)arg;
-  gcase_t g = {GP_ROW_MAJOR, GP_OP_N, GP_OP_T, 33, 40, 72, 1, GP_F16, GP_F32, 1.0f, 0.25f,
-               GP_EPILOGUE_NONE, GP_F32, 3, true, API_BATCHED};
-  if (!run_case(c, &g, 0)) return;
+  st_gemm_case_t g = {GP_ROW_MAJOR, GP_OP_N, GP_OP_T, 33, 40, 72, 1, GP_F16, GP_F32, 1.0f, 0.25f,
+               GP_EPILOGUE_NONE, GP_F32, 3, true, ST_API_BATCHED, false, false};
+  if (!st_gemm_run(c, &g, 0)) return;
   g.bcast_b = false, g.layout = GP_COL_MAJOR, g.in = g.out = GP_BF16, g.beta = 0.0f;
-  if (!run_case(c, &g, 0)) return;
+  if (!st_gemm_run(c, &g, 0)) return;
   st_note(c, "3 x 33x40x72, broadcast B and strided, f16->f32 and bf16: worst rel_norm=%.3g",
           c->worst_rel);
 }
@@ -223,9 +222,9 @@ static void check_batched(st_ctx_t *c, const void *arg) {
 /* k == 0 scales C by beta (BLAS rule). */
 static void check_k0(st_ctx_t *c, const void *arg) {
   (void)arg;
-  gcase_t g = {GP_ROW_MAJOR, GP_OP_N, GP_OP_N, 5, 7, 0, 2, GP_F32, GP_F32, 1.0f, 0.5f,
-               GP_EPILOGUE_NONE, GP_F32, 1, false, API_GEMM};
-  run_case(c, &g, 0);
+  st_gemm_case_t g = {GP_ROW_MAJOR, GP_OP_N, GP_OP_N, 5, 7, 0, 2, GP_F32, GP_F32, 1.0f, 0.5f,
+               GP_EPILOGUE_NONE, GP_F32, 1, false, ST_API_GEMM, false, false};
+  st_gemm_run(c, &g, 0);
 }
 
 static const gp_dtype_t t_f32[2] = {GP_F32, GP_F32}, t_f16[2] = {GP_F16, GP_F16},

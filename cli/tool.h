@@ -58,6 +58,16 @@ bool tool_arg_u64(int argc, char **argv, int *i, const char *name, uint64_t *out
 /* Prints "gpuport <cmd>: unknown option '<arg>'" and returns 2. */
 int tool_bad_arg(const char *cmd, const char *arg);
 
+/* ---- the kernel each GEMM and attention call chose (kernel_name.c) -------------------- */
+/* Before the process's first library call: routes the library's per-call INFO lines to
+ * this process. False (why set) when the caller's GP_DEBUG / GP_DEBUG_FILE are kept. */
+bool tool_kname_start(char *why, size_t why_len);
+/* The kernels chosen since the last take, "op:name, ..." in call order without repeats
+ * (op: gemm, fwd, bwd); "" when no call was logged, "?" when capture is off. */
+void tool_kname_take(char *out, size_t len);
+/* The program's path as started (main's argv[0]), for commands that run it again. */
+extern const char *tool_argv0;
+
 /* ---- host mirrors of device data ------------------------------------------------------ */
 /* gp_malloc + gp_memcpy from host; *dev is NULL on failure. */
 gp_status_t tool_upload(void **dev, const void *host, size_t bytes);

@@ -9,11 +9,14 @@ seqlen 1k to 16k; causal and not; bf16). TFLOP/s count 4 * batch * heads * seqle
 head_dim for the forward (halved when causal) and 2.5 times that for the backward, as
 the FlashAttention benchmarks and `gpuport bench attention` do.
 
-Writes OUTDIR/attention-anchor.json (every row) and OUTDIR/attention-anchor.md (the
-table for docs/PERFORMANCE.md). Without PyTorch or a CUDA device it still runs gpuport's
-side and leaves the PyTorch column empty, saying why. Environment: ITERS (default 10),
-WARMUP (default 2), SEQLENS (default "1024 2048 4096 8192 16384"), HEAD_DIMS ("64 128"),
-TOKENS (batch x seqlen, default 16384), WIDTH (heads x head_dim, default 2048).
+Writes OUTDIR/attention-anchor.json (every row, with the kernels gpuport ran) and
+OUTDIR/attention-anchor.md (the table for docs/PERFORMANCE.md). Without PyTorch or a
+CUDA device it still runs gpuport's side and leaves the PyTorch column empty, saying
+why. Environment: ITERS (default 10), WARMUP (default 2), SEQLENS (default "1024 2048
+4096 8192 16384"), HEAD_DIMS ("64 128"), TOKENS (batch x seqlen, default 16384), WIDTH
+(heads x head_dim, default 2048), GATES ("0": gpuport as it chooses; "0 1" also times
+the forward with GP_ENABLE_SM90A=1, the gated sm_90a kernels, in the column
+gpuport_sm90a_tflops; the backward has no sm_90a kernel).
 """
 import json
 import os
@@ -21,20 +24,24 @@ import subprocess
 import sys
 
 
-def gpuport(tool, b, s, h, d, causal, backward, iters, warmup):
+def gpuport(tool, b, s, h, d, causal, backward, iters, warmup, gate="0"):
     cmd = [tool, "bench", "attention", "--json", "--batch", str(b), "--seqlen", str(s),
            "--heads", str(h), "--kv-heads", str(h), "--head-dim", str(d), "--causal",
            str(causal), "--dtype", "bf16", "--iters", str(iters), "--warmup", str(warmup)]
     if backward:
         cmd.append("--backward")
+    env = dict(os.environ, GP_ENABLE_SM90A=gate)
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     except subprocess.TimeoutExpired:
         return None, "timed out"
     if out.returncode != 0:
         return None, (out.stderr.strip().splitlines() or ["rc %d" % out.returncode])[-1]
-    rows = json.loads(out.stdout)["results"]
-    return (rows[0]["tflops"], rows[0]["median_ms"]), None
+    try:
+        rows = json.loads(out.stdout)["results"]
+        return (rows[0]["tflops"], rows[0]["median_ms"], rows[0].get("kernels", "")), None
+    except (ValueError, KeyError, IndexError) as e:
+        return None, "unreadable output: %s" % e
 
 
 def torch_setup():
@@ -76,6 +83,14 @@ def torch_time(mods, b, s, h, d, causal, backward, iters, warmup):
     return flops / ms * 1e-9, ms
 
 
+def write_json(outdir, rows):
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "attention-anchor.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(rows, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__.splitlines()[0], file=sys.stderr)
@@ -85,6 +100,7 @@ def main():
     seqlens = [int(x) for x in os.environ.get("SEQLENS", "1024 2048 4096 8192 16384").split()]
     dims = [int(x) for x in os.environ.get("HEAD_DIMS", "64 128").split()]
     tokens, width = int(os.environ.get("TOKENS", "16384")), int(os.environ.get("WIDTH", "2048"))
+    gates = os.environ.get("GATES", "0").split()
     mods, why = torch_setup()
     if why:
         print("attention-anchor: %s: the PyTorch column stays empty" % why, file=sys.stderr)
@@ -105,23 +121,31 @@ def main():
                     row = {"batch": b, "seqlen": s, "heads": h, "head_dim": d, "causal": causal,
                            "pass": "bwd" if backward else "fwd",
                            "gpuport_tflops": ours[0] if ours else None, "gpuport_error": err,
+                           "gpuport_kernels": ours[2] if ours else None,
                            "torch_flash_tflops": ref[0] if ref else None, "torch_error": rerr}
                     if ours and ref:
                         row["ratio"] = ours[0] / ref[0]
+                    if "1" in gates and not backward:
+                        gated, gerr = gpuport(tool, b, s, h, d, causal, backward, iters, warmup, "1")
+                        row["gpuport_sm90a_tflops"] = gated[0] if gated else None
+                        row["gpuport_sm90a_kernels"] = gated[2] if gated else None
+                        row["gpuport_sm90a_error"] = gerr
+                        if gated and ref:
+                            row["sm90a_ratio"] = gated[0] / ref[0]
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    os.makedirs(outdir, exist_ok=True)
-    with open(os.path.join(outdir, "attention-anchor.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+                    write_json(outdir, rows)  # after every row: a run cut short keeps what it measured
+    write_json(outdir, rows)
     with open(os.path.join(outdir, "attention-anchor.md"), "w") as f:
         f.write("| head_dim | seqlen x batch | causal | pass | gpuport TFLOP/s | "
-                "PyTorch SDPA flash TFLOP/s | ratio |\n|---|---|---|---|---|---|---|\n")
+                "gpuport sm_90a TFLOP/s | PyTorch SDPA flash TFLOP/s | ratio |\n"
+                "|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             fmt = lambda x: "%.1f" % x if x is not None else "-"
-            f.write("| %d | %d x %d | %s | %s | %s | %s | %s |\n" % (
+            f.write("| %d | %d x %d | %s | %s | %s | %s | %s | %s |\n" % (
                 r["head_dim"], r["seqlen"], r["batch"], "yes" if r["causal"] else "no", r["pass"],
-                fmt(r["gpuport_tflops"]), fmt(r["torch_flash_tflops"]),
-                "%.2f" % r["ratio"] if "ratio" in r else "-"))
+                fmt(r["gpuport_tflops"]), fmt(r.get("gpuport_sm90a_tflops")),
+                fmt(r["torch_flash_tflops"]), "%.2f" % r["ratio"] if "ratio" in r else "-"))
     return 0 if all(r["gpuport_tflops"] is not None for r in rows) else 1
 
 

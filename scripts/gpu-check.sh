@@ -1,228 +1,429 @@
-#!/bin/sh
-# gpu-check.sh OUTDIR - the checks that need an NVIDIA GPU, in one run.
+#!/usr/bin/env bash
+# gpu-check.sh - the checks and benchmarks that need a GPU, in two halves:
 #
-# For a machine with a GPU and the CUDA toolkit: builds the cuda library and tool (no
-# test suites), then runs
-#   gpuport-cuda info --json, selftest, bench gemm|attention|memcpy|launch --json
-#   (gemm beside cuBLAS, also f32 with --tf32),
-#   bench attention --backward --json, bench allreduce --check --json (NCCL: the
-#   system's, or the Python environment's), scripts/attention-anchor.py (attention
-#   beside PyTorch's scaled_dot_product_attention, flash backend)
-#   and, when the all-MiniLM-L6-v2 folder is there (MINILM_MODEL_DIR, default
-#   models/all-MiniLM-L6-v2: `make model`), embed --json and bench embed --json,
-#   and, where the Check library is installed, the sm_80 lane probe (test_nv_mma);
-#   on a GPU of compute capability 9.0, the gated sm_90a path (GP_ENABLE_SM90A=1):
-#   selftest, the sm_90a lane probe (test_nv_wgmma: wgmma, TMA, mbarrier against the
-#   layouts the emulation follows), the sm_90a GEMM shapes of test_gemm against the
-#   float64 reference and beside the sm_80 kernels (test_gemm's sm90a case), the sm_90a
-#   attention forward on test_attention's cases (its sm90a case), bench gemm at 4096^3
-#   and 8192^3 bf16 and bench attention (head_dim 128, seqlen 1k-16k, bf16) with the
-#   gate on and off;
-# writes each output to OUTDIR (<step>.json or <step>.txt, stderr beside it), the build
-# log to OUTDIR/build.txt, the sm_80 kernels' static facts to OUTDIR/sm80-facts.txt, SASS
-# instruction counts (HMMA, HGMMA) to OUTDIR/sass.txt when cuobjdump exists, and one line
-# per step to OUTDIR/summary.txt.
-# Exit status: 0 when the build and every step succeeded.
+#   gpu-check.sh prepare BUNDLE [--backend cuda|cpu] [--model DIR] [--jobs N]
+#       On a machine with the toolchain (nvcc for cuda; no GPU needed): builds the library
+#       and the `gpuport` program and copies them, with the shared libraries a bare
+#       machine may lack (cuda runtime, cJSON, utf8proc) and these scripts, into the
+#       folder BUNDLE (a few MiB, debug info stripped). The program finds its library
+#       through $ORIGIN, so the folder runs wherever it lands. The all-MiniLM-L6-v2 files
+#       (DIR, default models/all-MiniLM-L6-v2) are included only when they total under
+#       24 MiB, else `bench embed` is skipped and the manifest says why.
+#       Prints the bundle's files and size. --backend cpu makes a bundle of the cpu
+#       backend, whose emulation modes stand in for the hardware (the test of this script).
 #
-# Environment: JOBS (parallel make jobs, default the core count), STEP_TIMEOUT
-# (seconds per step, default 300), MAKE_ARGS (extra make arguments, e.g. CUDA_GENCODE=...).
+#   gpu-check.sh run BUNDLE OUTDIR [--small] [--only STEP,...]
+#       On the machine that has the GPU, no compiler needed: runs the steps below in this
+#       order, each under its own time limit (seconds), the whole under 8 minutes. A step
+#       that fails or times out is recorded and the next one runs. Writes to OUTDIR three
+#       files: summary.json (every step: status, seconds, limit, key figures, the kernels
+#       that ran), summary.md (the same as a table) and gpu-check-raw.tar.gz (every
+#       step's raw output, each file capped at 2 MiB). --small: tiny shapes (seconds, not
+#       minutes; for CI on the cpu bundle). --only: just these steps (a second try).
+#       Exit status 0 when no step failed or timed out. GPU_CHECK_LIMITS="step=seconds
+#       ..." sets a step's limit (within the budget).
+#
+#   step            limit  what
+#   info               15  gpuport info --json; SASS counts (HGMMA, HMMA, UTMALDG) by cuobjdump
+#   hardware           30  gpuport selftest --hardware (lane probes: sm_80, sm_90a, MFMA)
+#   kernels            40  gpuport selftest --kernels, GP_ENABLE_SM90A=0
+#   kernels-sm90a      45  gpuport selftest --kernels, GP_ENABLE_SM90A=1 (sm_90a beside
+#                          sm_80 on the same inputs; compute capability 9.0 only)
+#   memcheck           60  compute-sanitizer --tool memcheck, selftest --kernels --quick
+#   racecheck          60  compute-sanitizer --tool racecheck, selftest --kernels --quick
+#   bench-gemm         45  bench gemm beside cuBLAS (4096^3, 8192^3 bf16, the Llama-3-8B
+#                          projections), gate off, then on (9.0)
+#   bench-attention   120  scripts/attention-anchor.py: bench attention beside PyTorch's
+#                          SDPA flash backend (head_dim 64, 128; seqlen 1k-16k; causal and
+#                          not; forward and backward; the forward also with the gate on)
+#   bench-launch       20  bench launch (plain launches, graph replay)
+#   bench-embed        15  bench embed (all-MiniLM-L6-v2, when the bundle has it)
+#   total             450  (the script stops starting steps at 465 s)
 set -u
 
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+STEPS="info hardware kernels kernels-sm90a memcheck racecheck bench-gemm bench-attention bench-launch bench-embed"
+BUDGET=465
+
+die() {
+  echo "gpu-check: $*" >&2
   exit 2
-fi
-OUT=$1
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$OUT" || exit 2
-OUT=$(cd "$OUT" && pwd)
-cd "$ROOT" || exit 2
-
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-STEP_TIMEOUT=${STEP_TIMEOUT:-300}
-SUMMARY=$OUT/summary.txt
-: > "$SUMMARY"
-status=0
-
-note() { echo "$*" | tee -a "$SUMMARY"; }
-
-# The version the Makefile reads, from the one header.
-field() { sed -n "s/^#define GP_VERSION_$1 \([0-9]*\).*/\1/p" include/gpuport/version.h; }
-VERSION=$(field MAJOR).$(field MINOR).$(field PATCH)
-LIB=lib/libgpuport-cuda.so.$VERSION
-TOOL=bin/gpuport-cuda
-
-# ---- environment -----------------------------------------------------------------
-{
-  echo "gpuport $VERSION at $ROOT"
-  date -u '+%Y-%m-%dT%H:%M:%SZ'
-  uname -a
-  command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2
-  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
-} > "$OUT/environment.txt" 2>&1
-note "environment: $OUT/environment.txt"
-
-# ---- build: the library and the tool, no test suites ----------------------------------
-start=$(date +%s)
-# shellcheck disable=SC2086
-make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} "$LIB" "$TOOL" > "$OUT/build.txt" 2>&1
-rc=$?
-note "build: rc=$rc $(($(date +%s) - start))s ($(grep -c -i 'warning' "$OUT/build.txt") warning lines)"
-if [ $rc -ne 0 ]; then
-  tail -n 40 "$OUT/build.txt"
-  note "result: FAIL (build)"
-  exit 1
-fi
-
-# ---- the tool's checks ------------------------------------------------------------------
-# step NAME EXT ARGS...: runs the tool with ARGS, stdout to OUT/NAME.EXT.
-step() {
-  name=$1 ext=$2
-  shift 2
-  start=$(date +%s)
-  timeout "$STEP_TIMEOUT" "$TOOL" "$@" > "$OUT/$name.$ext" 2> "$OUT/$name.stderr.txt"
-  rc=$?
-  [ -s "$OUT/$name.stderr.txt" ] || rm -f "$OUT/$name.stderr.txt"
-  extra=""
-  [ $rc -eq 124 ] && extra=" (timed out after ${STEP_TIMEOUT}s)"
-  note "$name: rc=$rc $(($(date +%s) - start))s$extra -> $OUT/$name.$ext"
-  [ $rc -eq 0 ] || status=1
 }
 
-# Collectives: NCCL comes from the system, or else from the Python environment's
-# nvidia-nccl-cu12/cu13 package (COMM.md); one GPU means one rank.
-if [ -z "${GP_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
-  nccl=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
-  if [ -n "$nccl" ] && [ -f "$nccl" ]; then GP_NCCL_LIBRARY=$nccl; export GP_NCCL_LIBRARY; fi
-fi
-note "nccl: ${GP_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
+limit_of() {
+  local o
+  for o in ${GPU_CHECK_LIMITS:-}; do # "step=seconds ...": another limit (tests, a retry)
+    if [ "${o%%=*}" = "$1" ] && [ "${o#*=}" -gt 0 ] 2> /dev/null; then
+      echo "${o#*=}"
+      return
+    fi
+  done
+  case $1 in
+    info) echo 15 ;; hardware) echo 30 ;; kernels) echo 40 ;; kernels-sm90a) echo 45 ;;
+    memcheck | racecheck) echo 60 ;; bench-gemm) echo 45 ;; bench-attention) echo 120 ;;
+    bench-launch) echo 20 ;; bench-embed) echo 15 ;; *) echo 0 ;;
+  esac
+}
 
-step info json info --json
-step selftest txt selftest
-step bench-gemm json bench gemm --json
-step bench-gemm-tf32 json bench gemm --tf32 --m 8192 --n 8192 --k 8192 --json
-step bench-attention json bench attention --json
-step bench-attention-bwd json bench attention --backward --json
-step bench-memcpy json bench memcpy --json
-step bench-launch json bench launch --json
-step bench-allreduce json bench allreduce --check --json
+now_ms() { date +%s%3N; }
 
-# Attention beside PyTorch's SDPA (flash backend), FlashAttention-2's sweep, when a
-# PyTorch with CUDA is installed (else gpuport's column alone).
-start=$(date +%s)
-timeout "$((STEP_TIMEOUT * 2))" python3 scripts/attention-anchor.py "$OUT" "$TOOL" \
-  > "$OUT/attention-anchor.txt" 2>&1
-rc=$?
-note "attention-anchor: rc=$rc $(($(date +%s) - start))s -> $OUT/attention-anchor.md"
-[ $rc -eq 0 ] || status=1
-
-# all-MiniLM-L6-v2 (examples/minilm), when the model was fetched or brought along.
-MODEL=${MINILM_MODEL_DIR:-models/all-MiniLM-L6-v2}
-if [ -f "$MODEL/model.safetensors" ] && [ -f "$MODEL/vocab.txt" ]; then
-  export MINILM_MODEL_DIR="$MODEL"
-  step embed json embed --json "A man is eating food." "A man is eating a piece of bread."
-  step bench-embed json bench embed --json
-else
-  note "embed: skipped, no $MODEL/model.safetensors (make model fetches it)"
-fi
-
-# ---- the sm_80 lane probe: the emulation's fragment tables against the hardware ---------
-# test/test_nv_mma.c runs mma.sync, ldmatrix and cp.async on small integers and checks
-# every lane's registers against the PTX ISA tables the CPU emulation follows. It is a
-# Check suite: it runs where the Check library is installed.
-if pkg-config --exists check 2>/dev/null; then
-  start=$(date +%s)
-  # shellcheck disable=SC2086
-  if make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} build/cuda/test/test_nv_mma >> "$OUT/build.txt" 2>&1; then
-    CK_FORK=no timeout "$STEP_TIMEOUT" build/cuda/test/test_nv_mma > "$OUT/lane-probe.txt" 2>&1
-    rc=$?
-  else
-    rc=2
+# ---- prepare ---------------------------------------------------------------------------
+prepare() {
+  local out="" backend=cuda model="" jobs=${JOBS:-2}
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --backend) backend=${2:-}; shift 2 ;;
+      --model) model=${2:-}; shift 2 ;;
+      --jobs) jobs=${2:-}; shift 2 ;;
+      -*) die "prepare: unknown option $1" ;;
+      *) [ -z "$out" ] || die "prepare: one BUNDLE folder"; out=$1; shift ;;
+    esac
+  done
+  [ -n "$out" ] || die "usage: gpu-check.sh prepare BUNDLE [--backend cuda|cpu] [--model DIR] [--jobs N]"
+  case $backend in cuda | cpu) ;; *) die "prepare: --backend cuda or cpu" ;; esac
+  local root
+  root=$(cd "$(dirname "$SELF")/.." && pwd)
+  [ -f "$root/Makefile" ] || die "prepare: run it from a source tree (no Makefile above $SELF)"
+  local v
+  v=$(sed -n 's/^#define GP_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' "$root/include/gpuport/version.h" | paste -sd.)
+  local lib=lib/libgpuport-$backend.so.$v tool=bin/gpuport-$backend
+  echo "gpu-check prepare: building $lib and $tool ($backend backend)"
+  if ! make -C "$root" -j"$jobs" BACKEND="$backend" "$lib" "$tool" > "${TMPDIR:-/tmp}/gpu-check-build.$$.log" 2>&1; then
+    tail -n 40 "${TMPDIR:-/tmp}/gpu-check-build.$$.log" >&2
+    rm -f "${TMPDIR:-/tmp}/gpu-check-build.$$.log"
+    die "prepare: the build failed"
   fi
-  note "lane-probe: rc=$rc $(($(date +%s) - start))s -> $OUT/lane-probe.txt"
-  [ $rc -eq 0 ] || status=1
-else
-  note "lane-probe: skipped, no Check library (pkg-config check)"
-fi
+  rm -f "${TMPDIR:-/tmp}/gpu-check-build.$$.log"
 
-# ---- the gated sm_90a path (compute capability 9.0 only) ---------------------------------
-# GP_ENABLE_SM90A=1 lets the library choose the sm_90a kernels; this run is what
-# docs/PERFORMANCE.md records before the gate may go.
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
-if [ "$cc" = "9.0" ]; then
-  export GP_ENABLE_SM90A=1
-  step selftest-sm90a txt selftest
-  for n in 4096 8192; do
-    GP_ENABLE_SM90A=1 && step "bench-gemm-sm90a-$n" json bench gemm --m $n --n $n --k $n --dtype bf16 --json
-    GP_ENABLE_SM90A=0 && step "bench-gemm-sm80-$n" json bench gemm --m $n --n $n --k $n --dtype bf16 --json
+  # A fresh folder: never mix files of two bundles.
+  if [ -e "$out" ]; then
+    [ -f "$out/MANIFEST.txt" ] || die "prepare: $out exists and is no bundle; not overwriting it"
+    rm -rf "$out"
+  fi
+  mkdir -p "$out/bin" "$out/lib" "$out/scripts" || die "prepare: cannot create $out"
+  out=$(cd "$out" && pwd)
+  local soname
+  soname=libgpuport-$backend.so.${v%%.*}
+  cp "$root/$tool" "$out/bin/gpuport"
+  cp "$root/$lib" "$out/lib/libgpuport-$backend.so.$v"
+  ln -s "libgpuport-$backend.so.$v" "$out/lib/$soname"
+  # Shared libraries a bare GPU machine may lack; the system's C and C++ runtimes stay.
+  local dep path
+  for dep in $( (ldd "$root/$tool"; ldd "$root/$lib") 2>/dev/null | awk '/=> \// { print $3 }' | sort -u); do
+    case $(basename "$dep") in
+      libcudart.so* | libcjson.so* | libutf8proc.so*)
+        path=$(readlink -f "$dep")
+        cp "$path" "$out/lib/$(basename "$dep")" ;;
+    esac
   done
-  for sl in 1024 4096 16384; do
-    b=$((16384 / sl))
-    for c in 0 1; do
-      args="bench attention --batch $b --seqlen $sl --heads 16 --kv-heads 16 --head-dim 128 --causal $c --dtype bf16 --json"
-      GP_ENABLE_SM90A=1 && step "bench-attention-sm90a-$sl-c$c" json $args
-      GP_ENABLE_SM90A=0 && step "bench-attention-sm80-$sl-c$c" json $args
+  if command -v strip > /dev/null 2>&1; then
+    strip --strip-debug "$out/bin/gpuport" "$out"/lib/*.so* 2> /dev/null
+  fi
+  cp "$SELF" "$root/scripts/gpu-check-summary.py" "$root/scripts/attention-anchor.py" "$out/scripts/"
+  chmod +x "$out/scripts/gpu-check.sh"
+
+  # The model of bench embed, when small enough to travel.
+  local mdir=${model:-${MINILM_MODEL_DIR:-$root/models/all-MiniLM-L6-v2}} mnote
+  if [ -f "$mdir/model.safetensors" ] && [ -f "$mdir/vocab.txt" ]; then
+    local kib
+    kib=$(du -sk "$mdir" | awk '{ print $1 }')
+    if [ "$kib" -lt $((24 * 1024)) ]; then
+      mkdir -p "$out/models" && cp -r "$mdir" "$out/models/all-MiniLM-L6-v2"
+      mnote="bundled ($((kib / 1024)) MiB)"
+    else
+      mnote="none: $mdir is $((kib / 1024)) MiB, over the bundle's 24 MiB allowance"
+    fi
+  else
+    mnote="none: no model.safetensors and vocab.txt in $mdir (make model fetches them)"
+  fi
+
+  {
+    echo "backend=$backend"
+    echo "version=$v"
+    echo "commit=$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2> /dev/null || echo +changes)"
+    echo "built=$(date -u '+%Y-%m-%dT%H:%M:%SZ') on $(uname -m)"
+    if [ "$backend" = cuda ]; then
+      local nvcc=${NVCC:-$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")}
+      echo "nvcc=$("$nvcc" --version 2> /dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 \2/p')"
+    fi
+    echo "model=$mnote"
+  } > "$out/MANIFEST.txt"
+  # The bundle's program must start here (library found through $ORIGIN).
+  if ! LD_LIBRARY_PATH="$out/lib" "$out/bin/gpuport" version > /dev/null 2>&1; then
+    LD_LIBRARY_PATH="$out/lib" "$out/bin/gpuport" version >&2
+    die "prepare: $out/bin/gpuport does not start"
+  fi
+  local total
+  total=$(du -sk "$out" | awk '{ print $1 }')
+  echo "gpu-check prepare: bundle $out ($backend backend, $(awk -v k="$total" 'BEGIN { printf "%.1f", k / 1024 }') MiB):"
+  (cd "$out" && find . -type f -o -type l | sort | while read -r f; do
+    if [ -L "$f" ]; then printf '  %10s  %s -> %s\n' link "${f#./}" "$(readlink "$f")"
+    else printf '  %10s  %s\n' "$(du -k "$f" | awk '{ print $1 }') KiB" "${f#./}"; fi
+  done)
+  echo "  model: $mnote"
+  [ "$total" -lt $((48 * 1024)) ] || die "prepare: the bundle is over 48 MiB"
+  echo "gpu-check prepare: run it with: scripts/gpu-check.sh run $out OUTDIR"
+}
+
+# ---- one step (run in a child of this script, under timeout) ----------------------------
+# The environment: TOOL, BUNDLE, RAW, SMALL (0/1), BACKEND, HOPPER (0/1).
+
+q_kernels() { if [ "$SMALL" = 1 ]; then echo --quick; fi; }
+
+# The SASS counts: did the sm_90a kernels compile to HGMMA (wgmma) and UTMALDG (TMA),
+# the sm_80 ones to HMMA and LDSM (cuobjdump, where the machine has it).
+sass_counts() {
+  local objdump
+  objdump=$(command -v cuobjdump || echo "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump")
+  [ "$BACKEND" = cuda ] && [ -x "$objdump" ] || return 0
+  timeout 10 "$objdump" -sass "$BUNDLE"/lib/libgpuport-cuda.so.*.* 2> /dev/null | awk '
+    / Function : / { f = $3 }
+    /HGMMA/ { g++; gk[f] = 1 } /HMMA/ { h++; hk[f] = 1 } /UTMALDG/ { t++ } /LDSM/ { l++ }
+    END { ng = 0; for (k in gk) ng++; nh = 0; for (k in hk) nh++
+          printf "{\"HMMA\": %d, \"HMMA_kernels\": %d, \"HGMMA\": %d, \"HGMMA_kernels\": %d, \"UTMALDG\": %d, \"LDSM\": %d}\n", h, nh, g, ng, t, l }' \
+    > "$RAW/sass.json"
+}
+
+step_info() {
+  "$TOOL" info --json > "$RAW/info.json" || return 1
+  sass_counts
+}
+
+step_hardware() { "$TOOL" selftest --hardware --json > "$RAW/hardware.jsonl"; }
+
+step_kernels() {
+  # shellcheck disable=SC2046
+  GP_ENABLE_SM90A=0 "$TOOL" selftest --kernels --json $(q_kernels) > "$RAW/kernels.jsonl"
+}
+
+step_kernels_sm90a() {
+  # shellcheck disable=SC2046
+  GP_ENABLE_SM90A=1 "$TOOL" selftest --kernels --json $(q_kernels) > "$RAW/kernels-sm90a.jsonl"
+}
+
+sanitize() { # tool name
+  local gate=0
+  [ "$HOPPER" = 1 ] && gate=1
+  GP_ENABLE_SM90A=$gate compute-sanitizer --tool "$1" --target-processes all --error-exitcode 3 --print-limit 50 \
+    "$TOOL" selftest --kernels --quick > "$RAW/$2.txt" 2>&1
+}
+step_memcheck() { sanitize memcheck memcheck; }
+step_racecheck() { sanitize racecheck racecheck; }
+
+step_bench_gemm() {
+  local args=(bench gemm --json --dtype bf16)
+  [ "$SMALL" = 1 ] && args=(bench gemm --json --dtype bf16 --m 96 --n 96 --k 96 --iters 2 --warmup 1)
+  GP_ENABLE_SM90A=0 "$TOOL" "${args[@]}" > "$RAW/bench-gemm.json" || return 1
+  if [ "$HOPPER" = 1 ]; then GP_ENABLE_SM90A=1 "$TOOL" "${args[@]}" > "$RAW/bench-gemm-sm90a.json" || return 1; fi
+  return 0
+}
+
+step_bench_attention() {
+  command -v python3 > /dev/null 2>&1 || { echo "no python3: the attention sweep needs it" > "$RAW/bench-attention.txt"; return 1; }
+  local gates=0
+  [ "$HOPPER" = 1 ] && gates="0 1"
+  if [ "$SMALL" = 1 ]; then
+    GATES=$gates SEQLENS=128 HEAD_DIMS=64 TOKENS=128 WIDTH=128 ITERS=1 WARMUP=0 \
+      python3 "$BUNDLE/scripts/attention-anchor.py" "$RAW" "$TOOL" > "$RAW/bench-attention.txt" 2>&1
+  else
+    GATES=$gates python3 "$BUNDLE/scripts/attention-anchor.py" "$RAW" "$TOOL" > "$RAW/bench-attention.txt" 2>&1
+  fi
+}
+
+step_bench_launch() {
+  if [ "$SMALL" = 1 ]; then "$TOOL" bench launch --json --iters 2 --warmup 1 --kernels 50 > "$RAW/bench-launch.json"
+  else "$TOOL" bench launch --json > "$RAW/bench-launch.json"; fi
+}
+
+step_bench_embed() {
+  if [ "$SMALL" = 1 ]; then
+    MINILM_MODEL_DIR="$BUNDLE/models/all-MiniLM-L6-v2" "$TOOL" bench embed --json --iters 2 > "$RAW/bench-embed.json"
+  else
+    MINILM_MODEL_DIR="$BUNDLE/models/all-MiniLM-L6-v2" "$TOOL" bench embed --json > "$RAW/bench-embed.json"
+  fi
+}
+
+# Why a step cannot run here (empty: it can).
+skip_reason() {
+  case $1 in
+    kernels-sm90a)
+      if [ "$BACKEND" = cpu ]; then echo "cpu backend: GP_ENABLE_SM90A does nothing there; the kernels step ran the sm90a emulation mode"
+      elif [ "$HOPPER" != 1 ]; then echo "compute capability ${CC:-unknown} is not 9.0: the sm_90a kernels cannot run"; fi ;;
+    memcheck | racecheck)
+      if [ "$BACKEND" = cpu ]; then echo "cpu backend: compute-sanitizer checks CUDA kernels (the cpu suites run under ASan+UBSan)"
+      elif ! command -v compute-sanitizer > /dev/null 2>&1; then echo "compute-sanitizer not found"; fi ;;
+    bench-embed)
+      if [ ! -f "$BUNDLE/models/all-MiniLM-L6-v2/model.safetensors" ]; then
+        echo "the bundle has no model, $(sed -n 's/^model=none: //p' "$BUNDLE/MANIFEST.txt")"
+      fi ;;
+  esac
+}
+
+# ---- run -------------------------------------------------------------------------------
+run() {
+  local bundle="" out="" only=""
+  SMALL=0
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --small) SMALL=1; shift ;;
+      --only) only=${2:-}; shift 2 ;;
+      -*) die "run: unknown option $1" ;;
+      *)
+        if [ -z "$bundle" ]; then bundle=$1; elif [ -z "$out" ]; then out=$1; else die "run: BUNDLE and OUTDIR only"; fi
+        shift ;;
+    esac
+  done
+  [ -n "$bundle" ] && [ -n "$out" ] || die "usage: gpu-check.sh run BUNDLE OUTDIR [--small] [--only STEP,...]"
+  [ -f "$bundle/MANIFEST.txt" ] && [ -x "$bundle/bin/gpuport" ] || die "run: $bundle is no bundle (gpu-check.sh prepare makes one)"
+  local s
+  for s in ${only//,/ }; do
+    [ "$(limit_of "$s")" != 0 ] || die "run: --only: no step '$s' (steps: $STEPS)"
+  done
+  BUNDLE=$(cd "$bundle" && pwd)
+  mkdir -p "$out" || die "run: cannot create $out"
+  out=$(cd "$out" && pwd)
+  rm -f "$out/summary.json" "$out/summary.md" "$out/gpu-check-raw.tar.gz"
+  RAW=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX") || die "run: no temporary folder"
+  local t0
+  t0=$(now_ms)
+  BACKEND=$(sed -n 's/^backend=//p' "$BUNDLE/MANIFEST.txt")
+  TOOL=$BUNDLE/bin/gpuport
+  # The bundle's libraries first (its cuda runtime); cuBLAS (dlopened by bench gemm) from
+  # the system or PyTorch's wheel when the loader does not know it.
+  LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if [ "$BACKEND" = cuda ] && ! ldconfig -p 2> /dev/null | grep -q 'libcublas.so.1[23] '; then
+    local d
+    for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" \
+      $(python3 -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2> /dev/null); do
+      if ls "$d"/libcublas.so.1[23] > /dev/null 2>&1; then LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; break; fi
     done
-  done
-  GP_ENABLE_SM90A=1
-  if pkg-config --exists check 2>/dev/null; then
-    for t in test_nv_wgmma test_gemm test_attention; do
-      start=$(date +%s)
-      # shellcheck disable=SC2086
-      if make -j"$JOBS" BACKEND=cuda ${MAKE_ARGS:-} build/cuda/test/$t >> "$OUT/build.txt" 2>&1; then
-        if [ $t != test_nv_wgmma ]; then
-          CK_FORK=no CK_RUN_CASE=sm90a timeout "$STEP_TIMEOUT" build/cuda/test/$t > "$OUT/sm90a-$t.txt" 2>&1
-        else
-          CK_FORK=no timeout "$STEP_TIMEOUT" build/cuda/test/$t > "$OUT/sm90a-$t.txt" 2>&1
-        fi
-        rc=$?
+  fi
+  # A bundle built against newer system libraries than this machine has does not start:
+  # then, where this script sits in a source tree and the toolchain is here, build it
+  # again on this machine (the time counts against the budget).
+  local rebuilt=""
+  if ! LD_LIBRARY_PATH=$LD_LIBRARY_PATH "$TOOL" version > "$RAW/bundle-start.txt" 2>&1; then
+    local root
+    root=$(cd "$(dirname "$SELF")/.." && pwd)
+    echo "gpu-check: the bundle's program does not start here: $(tail -n 1 "$RAW/bundle-start.txt")" >&2
+    if [ -f "$root/Makefile" ] && { [ "$BACKEND" = cpu ] || command -v nvcc > /dev/null 2>&1 ||
+      [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; }; then
+      echo "gpu-check: building it again here from $root" >&2
+      if JOBS=$(nproc 2> /dev/null || echo 4) bash "$SELF" prepare "$RAW/bundle" --backend "$BACKEND" > "$RAW/rebuild.txt" 2>&1; then
+        BUNDLE=$RAW/bundle
+        TOOL=$BUNDLE/bin/gpuport
+        LD_LIBRARY_PATH=$BUNDLE/lib:$LD_LIBRARY_PATH
+        rebuilt="rebuilt here: the prepared program did not start ($(tail -n 1 "$RAW/bundle-start.txt"))"
       else
-        rc=2
+        echo "gpu-check: the rebuild failed (see rebuild.txt in the archive)" >&2
       fi
-      note "sm90a-$t: rc=$rc $(($(date +%s) - start))s -> $OUT/sm90a-$t.txt"
-      [ $rc -eq 0 ] || status=1
-    done
+    fi
   fi
-  unset GP_ENABLE_SM90A
-else
-  note "sm90a: skipped, compute capability '${cc:-unknown}' is not 9.0"
-fi
+  # The compute capability of device 0, as the library sees it.
+  CC=""
+  HOPPER=0
+  if [ "$BACKEND" = cuda ]; then
+    CC=$("$TOOL" info --json 2> /dev/null | grep -o '"compute_capability": "[0-9.]*"' | head -n 1 | sed 's/.*: "\(.*\)"/\1/')
+  fi
+  [ "$CC" = 9.0 ] && HOPPER=1
+  export TOOL BUNDLE RAW SMALL BACKEND HOPPER CC LD_LIBRARY_PATH
+  {
+    echo "started=$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+    echo "host=$(uname -srm)"
+    echo "small=$SMALL"
+    echo "compute_capability=$CC"
+    sed 's/^/bundle_/' "$BUNDLE/MANIFEST.txt"
+    if command -v nvidia-smi > /dev/null 2>&1; then
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv 2>&1 | sed 's/^/nvidia_smi=/'
+    fi
+    [ -n "$rebuilt" ] && echo "bundle_rebuilt=$rebuilt"
+    echo "compute_sanitizer=$(command -v compute-sanitizer || echo none)"
+    echo "python3=$(command -v python3 || echo none)"
+  } > "$RAW/environment.txt"
 
-# ---- static facts of the sm_80 kernels (from the build above) ---------------------------
-if sh kernels/sm80/facts.sh build/cuda/kernels/sm80 > "$OUT/sm80-facts.txt" 2>&1; then
-  note "sm80-facts: pass -> $OUT/sm80-facts.txt"
-else
-  note "sm80-facts: FAIL -> $OUT/sm80-facts.txt"
-  status=1
-fi
+  local name lim left st rc t1 secs reason bad=0
+  printf 'step\tstatus\tseconds\tlimit\trc\treason\n' > "$RAW/steps.tsv"
+  for name in $STEPS; do
+    if [ -n "$only" ] && ! printf ',%s,' "$only" | grep -q ",$name,"; then continue; fi
+    lim=$(limit_of "$name")
+    left=$(((BUDGET * 1000 - ($(now_ms) - t0)) / 1000))
+    [ "$lim" -gt "$left" ] && lim=$left
+    reason=$(skip_reason "$name")
+    rc=""
+    secs=0
+    if [ -n "$reason" ]; then
+      st=skip
+    elif [ "$left" -lt 5 ]; then
+      st=skip
+      reason="no time left in the ${BUDGET} s budget"
+    else
+      t1=$(now_ms)
+      timeout --kill-after=5 "$lim" bash "$SELF" __step "$name" > "$RAW/$name.stdout.txt" 2> "$RAW/$name.stderr.txt"
+      rc=$?
+      secs=$(awk -v a="$t1" -v b="$(now_ms)" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
+      case $rc in
+        0) st=pass ;;
+        124 | 137) st=timeout; reason="over its ${lim} s limit" ;;
+        *) st=fail; reason="exit status $rc$(tail -n 1 "$RAW/$name.stderr.txt" 2> /dev/null | tr -d '\t' | cut -c1-200 | sed 's/^/: /')" ;;
+      esac
+      [ -s "$RAW/$name.stdout.txt" ] || rm -f "$RAW/$name.stdout.txt"
+      [ -s "$RAW/$name.stderr.txt" ] || rm -f "$RAW/$name.stderr.txt"
+    fi
+    case $st in fail | timeout) bad=1 ;; esac
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$st" "$secs" "$lim" "$rc" "$reason" >> "$RAW/steps.tsv"
+    printf 'gpu-check: %-16s %-7s %6s s (limit %s s)%s\n' "$name" "$st" "$secs" "$lim" "${reason:+  $reason}"
+  done
+  echo "finished=$(date -u '+%Y-%m-%dT%H:%M:%SZ') after $(awk -v a="$t0" -v b="$(now_ms)" 'BEGIN { printf "%.1f", (b - a) / 1000 }') s" >> "$RAW/environment.txt"
 
-if sh kernels/sm90a/facts.sh build/cuda/kernels/sm90a > "$OUT/sm90-facts.txt" 2>&1; then
-  note "sm90-facts: pass -> $OUT/sm90-facts.txt"
-else
-  note "sm90-facts: FAIL -> $OUT/sm90-facts.txt"
-  status=1
-fi
-
-# ---- SASS: did the tensor-core paths compile to tensor-core instructions? --------------
-if command -v cuobjdump >/dev/null 2>&1; then
-  sass=$OUT/sass.txt
-  if cuobjdump -sass "$LIB" > "$OUT/sass-full.txt" 2>&1; then
-    {
-      for op in HMMA HGMMA IMMA LDSM UTMALDG; do
-        echo "$op: $(grep -c "$op" "$OUT/sass-full.txt")"
-      done
-      echo "per function (HMMA/HGMMA count):"
-      awk '/Function :/ { f = $3 } /HMMA|HGMMA/ { n[f]++ } END { for (f in n) print "  " f ": " n[f] }' \
-        "$OUT/sass-full.txt" | sort
-    } > "$sass"
-    command -v gzip >/dev/null 2>&1 && gzip -f "$OUT/sass-full.txt"
-    note "sass: $(head -n 2 "$sass" | tr '\n' ' ')-> $sass"
+  # The raw outputs, each capped, in one archive; then the summary reads them.
+  local f
+  for f in "$RAW"/*; do
+    [ "$f" = "$RAW/bundle" ] && continue
+    if [ -f "$f" ] && [ "$(wc -c < "$f")" -gt $((2 * 1024 * 1024)) ]; then
+      head -c $((2 * 1024 * 1024)) "$f" > "$f.cut" && mv "$f.cut" "$f" && printf '\n[cut at 2 MiB]\n' >> "$f"
+    fi
+  done
+  tar czf "$out/gpu-check-raw.tar.gz" --exclude=./bundle -C "$RAW" . || echo "gpu-check: the raw archive failed" >&2
+  if command -v python3 > /dev/null 2>&1; then
+    python3 "$BUNDLE/scripts/gpu-check-summary.py" "$RAW" "$out" "$BUDGET" || summary_fallback "$out"
   else
-    note "sass: cuobjdump -sass failed (see $OUT/sass-full.txt)"
+    summary_fallback "$out"
   fi
-else
-  note "sass: skipped, no cuobjdump"
-fi
+  rm -rf "$RAW"
+  cat "$out/summary.md" 2> /dev/null
+  return $bad
+}
 
-if [ $status -eq 0 ]; then note "result: PASS"; else note "result: FAIL"; fi
-exit $status
+# Without python3: summary.json and summary.md from steps.tsv alone (no figures).
+summary_fallback() {
+  local out=$1
+  awk -F '\t' -v budget="$BUDGET" '
+    function esc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); gsub(/\t/, " ", s); return s }
+    NR == 1 { next }
+    { n++; line[n] = sprintf("    {\"name\": \"%s\", \"status\": \"%s\", \"seconds\": %s, \"limit_s\": %s, \"reason\": \"%s\", \"figures\": {}, \"kernels\": []}",
+                              esc($1), esc($2), $3 + 0, $4 + 0, esc($6 " (no python3: no figures)"));
+      if ($2 == "fail" || $2 == "timeout") bad = 1 }
+    END { printf "{\n  \"format\": 1,\n  \"budget_s\": %d,\n  \"result\": \"%s\",\n  \"steps\": [\n", budget, bad ? "fail" : "pass";
+          for (i = 1; i <= n; i++) printf "%s%s\n", line[i], i < n ? "," : "";
+          printf "  ]\n}\n" }' "$RAW/steps.tsv" > "$out/summary.json"
+  {
+    echo "| step | status | seconds | limit | note |"
+    echo "|---|---|---|---|---|"
+    awk -F '\t' 'NR > 1 { printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $6 }' "$RAW/steps.tsv"
+  } > "$out/summary.md"
+}
+
+case ${1:-} in
+  prepare) shift; prepare "$@" ;;
+  run) shift; run "$@" ;;
+  __step)
+    case ${2:-} in
+      info) step_info ;; hardware) step_hardware ;; kernels) step_kernels ;; kernels-sm90a) step_kernels_sm90a ;;
+      memcheck) step_memcheck ;; racecheck) step_racecheck ;; bench-gemm) step_bench_gemm ;;
+      bench-attention) step_bench_attention ;; bench-launch) step_bench_launch ;; bench-embed) step_bench_embed ;;
+      *) exit 2 ;;
+    esac ;;
+  *)
+    sed -n '2,/^set -u/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2 ;;
+esac

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh DIR [TOOL [EXAMPLES]] - runs every test binary (test_*) in DIR, then, when TOOL
-# is given and exists, `TOOL selftest`, then every example program in the directory
+# is given and exists, `TOOL selftest`, `selftest --hardware` and `selftest --kernels`
+# (cpu: once, every emulation mode), then every example program in the directory
 # EXAMPLES (each checks itself against a float64 reference and exits non-zero when
 # wrong): on the cpu backend at warp width 32 and 64 (GP_CPU_WARP_SIZE=64 runs the
 # programs' width-64 kernel builds), on GPU backends once when a device answers. The cpu backend runs everything twice, with 1 and with 4
@@ -105,8 +106,14 @@ if [ -n "$tool" ]; then
       for n in $device_runs; do run "$(basename "$tool") selftest" "$n" "$tool" selftest; done
       # Every kernel of the library at warp width 64 (the library has their 64 builds).
       run "$(basename "$tool") selftest (warp width 64)" 1 env GP_CPU_WARP_SIZE=64 "$tool" selftest
+      # The lane probes through the emulation, and every kernel family in every
+      # emulation mode, each line naming the kernel that ran.
+      run "$(basename "$tool") selftest --hardware" 1 "$tool" selftest --hardware
+      run "$(basename "$tool") selftest --kernels" 1 "$tool" selftest --kernels
     else
       run "$(basename "$tool") selftest" "" "$tool" selftest
+      run "$(basename "$tool") selftest --hardware" "" "$tool" selftest --hardware
+      run "$(basename "$tool") selftest --kernels" "" "$tool" selftest --kernels
     fi
   else
     echo "($tool not built: selftest skipped)"

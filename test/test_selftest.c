@@ -2,7 +2,8 @@
  * test_selftest.c - the `gpuport` program, run as a user would: `selftest --quick`
  * passes; for every check, GP_SELFTEST_INJECT=<check> makes exactly that check FAIL and
  * the program exit non-zero (so each check provably can fail); `--seed N` replays the
- * same data; bad commands exit 2.
+ * same data; bad commands exit 2; `selftest --hardware` passes and each of its probes
+ * can fail; `selftest --kernels` names the kernel each check ran.
  *
  * The program is found through GP_TOOL, else as bin/gpuport-<backend> relative to this
  * test binary (build/<backend>[-san]/test/test_selftest -> ../../../bin/). When it is
@@ -209,6 +210,81 @@ START_TEST(commands_and_exit_codes) {
 }
 END_TEST
 
+/* `selftest --hardware`: every probe that runs here passes, and each fails (exit 1, a
+ * FAIL line naming a lane) when GP_SELFTEST_INJECT names it. */
+START_TEST(hardware_probes_pass_and_can_fail) {
+  SKIP_WITHOUT_TOOL();
+  SKIP_WITHOUT_DEVICE();
+  char *out, names[128][64];
+  int rc = run(NULL, "selftest --hardware --seed 5", &out);
+  ck_assert_msg(rc == 0, "selftest --hardware exited %d:\n%s", rc, out);
+  ck_assert_msg(strstr(out, " 0 failed") != NULL, "no summary line:\n%s", out);
+  int n = check_names(out, names, 128);
+  free(out);
+  /* the cpu backend runs every family through the emulation */
+  ck_assert_msg(gp_backend() != GP_BACKEND_CPU || n >= 50, "only %d probes ran", n);
+  for (int i = 0; i < n; i++) {
+    char env[128], args[160];
+    snprintf(env, sizeof env, "GP_SELFTEST_INJECT=%.63s", names[i]);
+    snprintf(args, sizeof args, "selftest --hardware --seed 5 --check %.63s", names[i]);
+    rc = run(env, args, &out);
+    const char *l = line_of(out, names[i]);
+    ck_assert_msg(rc == 1, "%s injected: exit %d, expected 1:\n%s", names[i], rc, out);
+    ck_assert_msg(l && !strncmp(l, "FAIL  ", 6) && (strstr(l, "lane ") || strstr(l, "thread ") ||
+                                                   strstr(l, "element") || strstr(l, "step ") ||
+                                                   strstr(l, "item ") || strstr(l, "D[") ||
+                                                   strstr(l, "before the copy")),
+                  "%s injected: no FAIL line naming what differs:\n%s", names[i], out);
+    free(out);
+  }
+  ck_assert_int_eq(run("GP_SELFTEST_INJECT=sm80.no_such_probe", "selftest --hardware", &out), 2);
+  free(out);
+  ck_assert_int_eq(run(NULL, "selftest --hardware --check no_such_family", &out), 2);
+  free(out);
+}
+END_TEST
+
+/* `selftest --kernels`: each line names the kernel that ran; in a family's mode the
+ * cases it takes ran its kernels; an injected check fails. */
+START_TEST(kernels_name_the_kernel) {
+  SKIP_WITHOUT_TOOL();
+  SKIP_WITHOUT_DEVICE();
+  char *out;
+  const int cpu = gp_backend() == GP_BACKEND_CPU;
+  const char *mode = cpu ? "sm90a" : gp_backend() == GP_BACKEND_CUDA ? "cuda" : "hip";
+  char args[160];
+  snprintf(args, sizeof args, "selftest --kernels --quick --seed 7 --mode %s", mode);
+  int rc = run(NULL, args, &out);
+  ck_assert_msg(rc == 0, "%s exited %d:\n%s", args, rc, out);
+  const char *l = line_of(out, "kernels.gemm.bf16_nn");
+  ck_assert_msg(l != NULL, "no line for kernels.gemm.bf16_nn:\n%s", out);
+  ck_assert_msg(strstr(l, "gemm:gp__gemm_") != NULL, "the line names no GEMM kernel: %.300s", l);
+  if (cpu) {
+    ck_assert_msg(strstr(l, "gemm:gp__gemm_sm90_bf16_nn") != NULL, "sm90a mode ran another kernel: %.300s", l);
+    l = line_of(out, "kernels.attention.bwd_bf16_d128_gqa_causal");
+    ck_assert_msg(l && strstr(l, "fwd:gp__attention_fwd_sm90_bf16_d128") && strstr(l, "bwd:gp__attention_bwd_sm80_"),
+                  "attention kernels not named: %.300s", l ? l : out);
+  }
+  free(out);
+  snprintf(args, sizeof args, "selftest --kernels --quick --seed 7 --mode %s --check gemm.bf16_nn", mode);
+  rc = run("GP_SELFTEST_INJECT=kernels.gemm.bf16_nn", args, &out);
+  l = line_of(out, "kernels.gemm.bf16_nn");
+  ck_assert_msg(rc == 1 && l && !strncmp(l, "FAIL  ", 6), "injected: exit %d:\n%s", rc, out);
+  free(out);
+  ck_assert_int_eq(run(NULL, "selftest --kernels --mode no_such_mode", &out), 2);
+  free(out);
+  ck_assert_int_eq(run("GP_SELFTEST_INJECT=kernels.no_such_check", "selftest --kernels --quick", &out), 2);
+  free(out);
+  /* --json: one object per line */
+  snprintf(args, sizeof args, "selftest --kernels --quick --json --seed 7 --mode %s --check gemm.tf32", mode);
+  ck_assert_int_eq(run(NULL, args, &out), 0);
+  for (const char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+    if (*p != '\n') ck_assert_msg(*p == '{', "a line is no JSON object:\n%s", out);
+  ck_assert_ptr_nonnull(strstr(out, "\"check\": \"kernels.gemm.tf32\""));
+  free(out);
+}
+END_TEST
+
 static Suite *selftest_suite(void) {
   Suite *s = suite_create("selftest");
   TCase *tc = tcase_create("tool");
@@ -217,6 +293,8 @@ static Suite *selftest_suite(void) {
   tcase_add_test(tc, seed_replays);
   tcase_add_test(tc, quick_selftest_passes);
   tcase_add_test(tc, every_check_fails_when_injected);
+  tcase_add_test(tc, hardware_probes_pass_and_can_fail);
+  tcase_add_test(tc, kernels_name_the_kernel);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,9 +3,10 @@
  * @brief NVIDIA sm_80 matrix instructions in the kernel dialect: `mma.sync` m16n8k16
  *        (f16 or bf16 inputs, f32 accumulators) and m16n8k8 (tf32 inputs, f32
  *        accumulators), `cvt.rna.tf32.f32`, `ldmatrix` (x1, x2, x4, `.trans`) and
- *        `cp.async` with commit and wait groups. Inline PTX under nvcc; on the CPU target
- *        an emulation that follows the PTX ISA's fragment layouts, so kernels written
- *        with these wrappers run (slowly) on the CPU executor and are tested without a GPU.
+ *        `cp.async` (4, 8 and 16 bytes, zero-filling) with commit and wait groups.
+ *        Inline PTX under nvcc; on the CPU target an emulation that follows the PTX
+ *        ISA's fragment layouts, so kernels written with these wrappers run (slowly) on
+ *        the CPU executor and are tested without a GPU.
  * @ingroup kernel
  *
  * Include it after gpuport/kernel.h in a dialect source (C++). Not for HIP (AMD kernels
@@ -278,6 +279,13 @@ static inline void gp_nv_cp_async_16(gp_nv_async_t *as, void *smem, const void *
   gp__nv_cp_async(as, smem, gmem, src_bytes, 16, file, line);
 }
 
+/** @brief `cp.async.ca.shared.global` of 8 bytes: @p src_bytes (0..8) bytes from @p gmem,
+ *         the rest of the 8 zero-filled. Both addresses 8-byte aligned. */
+static inline void gp_nv_cp_async_8(gp_nv_async_t *as, void *smem, const void *gmem, int src_bytes,
+                                    GP__NV_SITE) {
+  gp__nv_cp_async(as, smem, gmem, src_bytes, 8, file, line);
+}
+
 /** @brief `cp.async.ca.shared.global` of 4 bytes (@p src_bytes 0 or 4; 0 writes zeros). */
 static inline void gp_nv_cp_async_4(gp_nv_async_t *as, void *smem, const void *gmem, int src_bytes,
                                     GP__NV_SITE) {
@@ -379,6 +387,13 @@ static __device__ __forceinline__ void gp_nv_cp_async_16(gp_nv_async_t *as, void
                                                          int src_bytes) {
   (void)as;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(gp__nv_smem(smem)), "l"(gmem),
+               "r"(src_bytes));
+}
+
+static __device__ __forceinline__ void gp_nv_cp_async_8(gp_nv_async_t *as, void *smem, const void *gmem,
+                                                        int src_bytes) {
+  (void)as;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(gp__nv_smem(smem)), "l"(gmem),
                "r"(src_bytes));
 }
 

@@ -12,8 +12,9 @@
  *
  * Include it after gpuport/kernel.h in a dialect source (C++), built by nvcc with
  * `-gencode=arch=compute_90a,code=sm_90a`; for other NVIDIA targets the wrappers trap.
- * Not for HIP, and only at 32 lanes per warp. The tensor-map type and the swizzle modes
- * are also visible from C, for the host code that encodes tensor maps.
+ * Not for HIP, and only at 32 lanes per warp. The tensor-map type, the swizzle modes and
+ * gp_nv_tensor_map_encode() are also visible from C, for the host code that encodes
+ * tensor maps.
  *
  * Sources: PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
  * Instructions" (register fragments of wgmma .m64nNk16, "Matrix Descriptor Format",
@@ -63,6 +64,7 @@
 #define GP_NV_WGMMA_H
 
 #include <gpuport/kernel.h>
+#include <gpuport/status.h>
 
 /** @brief Shared-memory swizzle of TMA boxes and wgmma descriptors, in bytes per row. */
 enum {
@@ -88,6 +90,45 @@ enum {
 typedef struct __attribute__((aligned(GP__NV_TMAP_ALIGN))) gp_nv_tensor_map {
   uint64_t opaque[16]; /**< not to be read or written by users */
 } gp_nv_tensor_map_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/**
+ * @brief Encodes a 2D or 3D tiled TMA tensor map on the host, for gp_nv_tma_load_2d(),
+ *        gp_nv_tma_load_3d(), gp_nv_tma_store_2d() and gp_nv_tma_store_3d() in a kernel
+ *        that receives @p tm by value (a `const __grid_constant__` parameter).
+ *
+ * The map has no interleave and fills out-of-bounds elements of a load with zeros; a
+ * store writes the in-bounds elements only. On the cuda backend it is the driver's
+ * CUtensorMap (cuTensorMapEncodeTiled, reached through cudaGetDriverEntryPointByVersion,
+ * so nothing links -lcuda); on the cpu backend the description the emulation reads.
+ * Both check the same rules first, so a map the emulation accepts is one the driver
+ * accepts. Source: CUDA Driver API, cuTensorMapEncodeTiled; PTX ISA, "Tensor Copy
+ * Instructions" (cp.async.bulk.tensor).
+ *
+ * @param tm         the map to write (64-byte aligned on CUDA: gp_nv_tensor_map_t is).
+ * @param elem_bytes element size, 2 or 4 bytes.
+ * @param rank       2 or 3 dimensions.
+ * @param base       global address of element (0, 0, 0): device memory, 16-byte aligned.
+ * @param dims       rank extents in elements, innermost first, each 1 .. 2^32.
+ * @param strides    rank - 1 byte strides of dimensions 1 .. rank - 1, multiples of 16,
+ *                   below 2^40.
+ * @param box        rank box extents in elements, each 1 .. 256; the innermost box is a
+ *                   multiple of 16 bytes and, when swizzled, exactly @p swizzle bytes.
+ * @param swizzle    GP_NV_SWIZZLE_NONE, _32B, _64B or _128B.
+ * @return GP_SUCCESS when @p tm holds the map.
+ * @return GP_ERROR_INVALID_VALUE when a pointer is NULL or a rule above is broken (the
+ *         message names it), or the driver refuses the map.
+ * @return GP_ERROR_NOT_SUPPORTED on the hip backend, or when the driver lacks
+ *         cuTensorMapEncodeTiled.
+ */
+GP_API gp_status_t gp_nv_tensor_map_encode(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank,
+                                           const void *base, const uint64_t *dims, const uint64_t *strides,
+                                           const uint32_t *box, int swizzle);
+#ifdef __cplusplus
+}
+#endif
 
 /** @cond GP_INTERNAL */
 /* The CPU emulation's view of gp_nv_tensor_map_t (host code fills it: kernels/sm90a/tma.c). */

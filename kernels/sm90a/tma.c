@@ -85,3 +85,15 @@ gp_status_t gp__nv_tensor_map_encode(gp_nv_tensor_map_t *tm, unsigned elem_bytes
   return GP__ERR(GP_ERROR_NOT_SUPPORTED, "TMA tensor maps exist on NVIDIA sm_90 and the CPU emulation only");
 #endif
 }
+
+/* The public entry point (gpuport/nv_wgmma.h): the pointers the internal encoder takes
+ * on trust are checked here. */
+GP_API gp_status_t gp_nv_tensor_map_encode(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank,
+                                           const void *base, const uint64_t *dims, const uint64_t *strides,
+                                           const uint32_t *box, int swizzle) {
+  if (!tm) return GP__ERR(GP_ERROR_INVALID_VALUE, "argument 'tm' is NULL");
+  if (!dims) return GP__ERR(GP_ERROR_INVALID_VALUE, "argument 'dims' is NULL");
+  if (!box) return GP__ERR(GP_ERROR_INVALID_VALUE, "argument 'box' is NULL");
+  if (!strides && rank > 1) return GP__ERR(GP_ERROR_INVALID_VALUE, "argument 'strides' is NULL");
+  return gp__nv_tensor_map_encode(tm, elem_bytes, rank, base, dims, strides, box, swizzle);
+}

@@ -1,10 +1,11 @@
 /*
- * kt_mfma.cu - the MFMA probe of test/test_amd_mfma.c: each lane loads its own operand
- * registers as given (no layout knowledge here), issues one wrapper of
- * gpuport/amd_mfma.h and stores its accumulator registers. On the CPU backend it runs
- * the emulation at warp width 64; on the hip backend the real instruction, so the same
- * test confirms the emulator's tables on an AMD GPU (KERNELS.md: the probe kernel).
- * CUDA builds compile it to nothing.
+ * probe_mfma.cu - the MFMA lane probe of `gpuport selftest --hardware` and
+ * test/test_amd_mfma.c (cli/probe_mfma.c builds the registers and checks them against
+ * the layouts of ref/ref_lanes.h): each lane loads its own operand registers as given
+ * (no layout knowledge here), issues one wrapper of gpuport/amd_mfma.h and stores its
+ * accumulator registers. On the cpu backend it runs the emulation at wave64; on the hip
+ * backend the real instruction, so the same probe confirms the emulator's tables on an
+ * AMD GPU. The cuda backend does not build kernels/mfma.
  *
  * Arguments, per wave w of the block (block of 64 * waves threads, lane l):
  *   a[w * 64 + l], b[...]  the lane's A and B register bits: four 16-bit elements
@@ -14,28 +15,29 @@
  * op: 0..5 = 32x32x8bf16_1k, 16x16x16bf16_1k, 32x32x8f16, 16x16x16f16, 32x32x2f32,
  * 16x16x4f32; 6..11 = the same through the gfx940 spellings.
  */
-#if defined(GP_BUILD_CPU) || defined(__HIP__)
+#ifndef GP_WARP_SIZE
 #define GP_WARP_SIZE 64
+#endif
 #include <gpuport/kernel.h>
 #include <gpuport/amd_mfma.h>
 
-GP_DEVICE gp_amd_b16x4_t kt_unpack(uint64_t v) {
+GP_DEVICE gp_amd_b16x4_t probe_unpack(uint64_t v) {
   gp_amd_b16x4_t x;
   for (int e = 0; e < 4; e++) x[e] = (short)(uint16_t)(v >> (16 * e));
   return x;
 }
 
-GP_DEVICE float kt_f32(uint64_t v) {
+GP_DEVICE float probe_f32(uint64_t v) {
   uint32_t u = (uint32_t)v;
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
 
-GP_KERNEL void kt_mfma(int op, const uint64_t *a, const uint64_t *b, const float *c, float *d) {
+GP_KERNEL void gp__probe_mfma(int op, const uint64_t *a, const uint64_t *b, const float *c, float *d) {
   const int t = (int)threadIdx.x;
-  const gp_amd_b16x4_t a16 = kt_unpack(a[t]), b16 = kt_unpack(b[t]);
-  const float a32 = kt_f32(a[t]), b32 = kt_f32(b[t]);
+  const gp_amd_b16x4_t a16 = probe_unpack(a[t]), b16 = probe_unpack(b[t]);
+  const float a32 = probe_f32(a[t]), b32 = probe_f32(b[t]);
   const float *ct = c + (size_t)t * 16;
   float *dt = d + (size_t)t * 16;
   const int base = op % 6, spelling = op / 6;
@@ -61,7 +63,4 @@ GP_KERNEL void kt_mfma(int op, const uint64_t *a, const uint64_t *b, const float
     for (int i = 0; i < 4; i++) dt[i] = r[i];
   }
 }
-GP_KERNEL_EXPORT(kt_mfma)
-#else
-typedef int kt_mfma_empty_t;
-#endif
+GP_KERNEL_EXPORT(gp__probe_mfma)
