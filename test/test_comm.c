@@ -1257,7 +1257,6 @@ START_TEST(processes_all_die_during_init) {
   kill(pids[0], SIGKILL);
   kill(pids[1], SIGKILL);
   for (int i = 0; i < 2; i++) waitpid(pids[i], NULL, 0);
-  ck_assert_msg(segment_exists(&id), "the segment was removed before anyone could see it was stale");
   OK(gp_comm_get_unique_id(&other));
   ck_assert_msg(!segment_exists(&id), "the segment of a clique whose ranks all died stayed in /dev/shm");
   close(rep_fd[0]);

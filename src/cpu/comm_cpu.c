@@ -285,27 +285,24 @@ static gp_status_t check_header(const gp__ctl_t *h, const id_layout_t *l, const 
   return GP_SUCCESS;
 }
 
-/* Opens the segment the id names, sizes it when this rank is the first, and maps it. A
- * refused arrival leaves the segment to the clique that is forming. */
-static gp_status_t shm_attach(const gp_comm_id_t *id, int n, int rank, double deadline, gp__ctl_t **out,
-                              const char *func) {
-  char name[64];
-  gp__cpu_comm_shm_name(id, name, sizeof name);
-  id_layout_t l = id_read(id);
-  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0 && errno == ENOENT)
+/* Opens the segment the id names after checking who made it (*fd, or an error). */
+static gp_status_t open_segment(const char *name, const id_layout_t *l, int *fd, const char *func) {
+  *fd = shm_open(name, O_RDWR | O_CLOEXEC, 0); /* glibc adds O_NOFOLLOW */
+  if (*fd < 0 && errno == ENOENT)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
                      "no clique is forming for this id on this host (no segment %s): an id serves one "
                      "communicator and its clique has already formed or failed, or the process that "
                      "made it (pid %d) has exited, or it was made on another host; make a new id with "
                      "gp_comm_get_unique_id for every communicator",
-                     name, (int)l.creator_pid);
-  if (fd < 0)
+                     name, (int)l->creator_pid);
+  if (*fd < 0)
     return gp__error(GP_ERROR_COMM, func, "cannot open shared-memory segment %s: %s", name, strerror(errno));
   struct stat st;
   gp_status_t s = GP_SUCCESS;
-  if (fstat(fd, &st) != 0)
+  if (fstat(*fd, &st) != 0)
     s = gp__error(GP_ERROR_COMM, func, "cannot stat segment %s: %s", name, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    s = gp__error(GP_ERROR_COMM, func, "%s in /dev/shm is not a shared-memory segment: refusing to join it", name);
   else if (st.st_uid != geteuid())
     s = gp__error(GP_ERROR_COMM, func,
                   "shared-memory segment %s is owned by uid %d, not by this user (%d): refusing to join a "
@@ -320,40 +317,57 @@ static gp_status_t shm_attach(const gp_comm_id_t *id, int n, int rank, double de
     s = gp__error(GP_ERROR_INVALID_VALUE, func,
                   "shared-memory segment %s has %llu bytes, less than a rendezvous header: refusing to join it",
                   name, (unsigned long long)st.st_size);
-  void *hp = MAP_FAILED;
-  if (s == GP_SUCCESS) {
-    hp = mmap(NULL, GP__CTL_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (hp == MAP_FAILED)
-      s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
+  if (s != GP_SUCCESS) {
+    close(*fd);
+    *fd = -1;
   }
-  gp__ctl_t *h = hp == MAP_FAILED ? NULL : (gp__ctl_t *)hp;
-  if (s == GP_SUCCESS) s = check_header(h, &l, name, func);
-  if (s == GP_SUCCESS) {
-    int32_t first = 0;
-    if (atomic_compare_exchange_strong(&h->claim, &first, n))
-      s = size_segment(fd, h, name, n, rank, func);
-    else if (first != n) {
-      char note[120];
-      snprintf(note, sizeof note, "process %d said nranks = %d for rank %d (the clique has %d)", (int)getpid(), n,
-               rank, first);
-      s = refuse(h, note, func,
-                 "rank %d (process %d) says nranks = %d, but the clique of this id was made for %d ranks "
-                 "(by rank %d, process %d, the first to arrive): every rank must pass the same nranks",
-                 rank, (int)getpid(), n, first, h->sizer_rank, (int)h->sizer_pid);
-    } else
-      s = wait_sized(h, name, deadline, func);
+  return s;
+}
+
+/* With the header mapped and checked: this rank sizes the segment when it is the first,
+ * else it must bring the first one's nranks and waits for the sizing. */
+static gp_status_t claim_size(int fd, gp__ctl_t *h, const char *name, int n, int rank, double deadline,
+                              const char *func) {
+  int32_t first = 0;
+  if (atomic_compare_exchange_strong(&h->claim, &first, n)) return size_segment(fd, h, name, n, rank, func);
+  if (first == n) return wait_sized(h, name, deadline, func);
+  char note[120];
+  snprintf(note, sizeof note, "process %d said nranks = %d for rank %d (the clique has %d)", (int)getpid(), n, rank,
+           first);
+  return refuse(h, note, func,
+                "rank %d (process %d) says nranks = %d, but the clique of this id was made for %d ranks (by "
+                "the first rank to arrive): every rank must pass the same nranks",
+                rank, (int)getpid(), n, first);
+}
+
+/* Opens the segment the id names, sizes it when this rank is the first, and maps it. A
+ * refused arrival leaves the segment to the clique that is forming. */
+static gp_status_t shm_attach(const gp_comm_id_t *id, int n, int rank, double deadline, gp__ctl_t **out,
+                              const char *func) {
+  char name[64];
+  gp__cpu_comm_shm_name(id, name, sizeof name);
+  id_layout_t l = id_read(id);
+  int fd = -1;
+  GP__TRY(open_segment(name, &l, &fd, func));
+  gp_status_t s = GP_SUCCESS;
+  void *hp = mmap(NULL, GP__CTL_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (hp == MAP_FAILED) {
+    s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
+    close(fd);
+    return s;
   }
-  uint64_t bytes = h ? h->bytes : 0;
+  gp__ctl_t *h = hp;
+  s = check_header(h, &l, name, func);
+  if (s == GP_SUCCESS) s = claim_size(fd, h, name, n, rank, deadline, func);
+  uint64_t bytes = h->bytes;
+  struct stat st;
   if (s == GP_SUCCESS && (fstat(fd, &st) != 0 || (uint64_t)st.st_size != bytes))
     s = gp__error(GP_ERROR_COMM, func, "segment %s does not have the size of its clique (%llu bytes)", name,
                   (unsigned long long)bytes);
-  void *p = MAP_FAILED;
-  if (s == GP_SUCCESS) {
-    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-      s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
-  }
-  if (h) munmap(h, GP__CTL_HEADER_BYTES);
+  void *p = s == GP_SUCCESS ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (s == GP_SUCCESS && p == MAP_FAILED)
+    s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
+  munmap(h, GP__CTL_HEADER_BYTES);
   close(fd);
   if (s == GP_SUCCESS) *out = (gp__ctl_t *)p;
   return s;

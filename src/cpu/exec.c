@@ -147,8 +147,9 @@ typedef struct worker {
   gp__fiber_t lead; /* runs blocks */
   gp__fiber_t *cur, *prev;
   job_t *job;
-  /* Read by the signal handlers of this OS thread: kernel code runs (not the executor,
-   * not a library the kernel called through the dialect); the dialect's printf formats. */
+  /* Read by the signal handlers of this OS thread: kernel code runs (set around the
+   * kernel's body, cleared inside every executor entry point it calls); the dialect's
+   * printf formats its arguments. */
   volatile sig_atomic_t in_kernel, in_format;
   const struct gp_kernel_s *k;
   void **args;
