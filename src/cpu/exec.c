@@ -575,12 +575,18 @@ typedef struct wd_entry {
   struct wd_entry *next;
 } wd_entry_t;
 
+/* The watchdog thread sleeps until the earliest deadline. With no launch running, it
+ * still wakes every `period` (an eighth of the last timeout, at most 0.25 s) for 10 s
+ * after the last timed launch, so that registering a launch seldom has to wake it (a
+ * launch whose deadline is before next_wake does): a timed launch costs a lock, not a
+ * context switch. */
 static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool started;
   wd_entry_t *list;
-} g_wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, NULL};
+  double next_wake, period, last_active;
+} g_wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, NULL, 0, 0.25, 0};
 static pthread_once_t g_wd_once = PTHREAD_ONCE_INIT;
 
 static double mono_now(void) {
@@ -611,10 +617,14 @@ static void wd_kick(const wd_entry_t *e) {
   for (int i = 0; i < n; i++) pthread_kill(g_pool.tids[i], GP__WATCHDOG_SIGNAL);
 }
 
-/* The launch ran out of time (under g_wd.mu): its failure, its stop flag. */
+static int text_segments_cb(struct dl_phdr_info *info, size_t size, void *data);
+
+/* The launch ran out of time (under g_wd.mu): its failure, the kernel's code for the
+ * signal (its object stays loaded while it runs), its stop flag. */
 static void wd_fire(wd_entry_t *e) {
   job_t *j = e->j;
   e->fired = true;
+  dl_iterate_phdr(text_segments_cb, j);
   if (job_claim_failure(j, GP_ERROR_TIMEOUT)) {
     snprintf(j->msg, sizeof j->msg,
              "kernel '%s' ran longer than GP_LAUNCH_TIMEOUT_S (%g s): the launch watchdog stopped its "
@@ -630,6 +640,7 @@ static void wd_atfork_child(void) {
   pthread_cond_init(&g_wd.cv, NULL);
   g_wd.started = false;
   g_wd.list = NULL;
+  g_wd.next_wake = 0;
 }
 
 static void *wd_main(void *arg) {
@@ -646,6 +657,8 @@ static void *wd_main(void *arg) {
       double due = e->fired ? e->next_kick : e->deadline;
       if (due < next) next = due;
     }
+    if (!g_wd.list && now - g_wd.last_active < 10) next = now + g_wd.period;
+    g_wd.next_wake = next;
     struct timespec ts;
     ts.tv_sec = (time_t)next;
     ts.tv_nsec = (long)((next - (double)ts.tv_sec) * 1e9);
@@ -685,12 +698,15 @@ static bool wd_register(wd_entry_t *e, job_t *j) {
   e->deadline = mono_now() + j->timeout_s;
   e->next_kick = e->deadline;
   e->fired = false;
+  double period = j->timeout_s / 8 < 0.25 ? j->timeout_s / 8 : 0.25;
   pthread_mutex_lock(&g_wd.mu);
   bool ok = wd_start_locked();
   if (ok) {
     e->next = g_wd.list;
     g_wd.list = e;
-    pthread_cond_signal(&g_wd.cv);
+    g_wd.last_active = e->deadline - j->timeout_s;
+    g_wd.period = period;
+    if (e->deadline < g_wd.next_wake || g_wd.next_wake == 0) pthread_cond_signal(&g_wd.cv);
   }
   pthread_mutex_unlock(&g_wd.mu);
   return ok;
@@ -1738,7 +1754,6 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
   wd_entry_t wd;
   bool watched = false;
   if (j.timeout_s > 0) {
-    dl_iterate_phdr(text_segments_cb, &j);
     watched = wd_register(&wd, &j);
     if (!watched) {
       static int warned;
