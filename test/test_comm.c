@@ -16,8 +16,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,10 +681,18 @@ END_TEST
 /* Runs body(rank) in n child processes; returns how many failed (exit status != 0). */
 typedef int (*child_fn)(int rank, int n, const gp_comm_id_t *id, void *arg);
 
-static int run_children(int n, child_fn fn, void *arg, const gp_comm_id_t *id, pid_t *pids,
-                        int kill_rank, int kill_after_ms) {
-  pid_t local[8];
-  if (pids == NULL) pids = local;
+/* Write end of a pipe on which each child of run_children writes one byte once its
+ * communicator exists (-1: none), so a rank is killed only after the clique formed,
+ * however loaded the machine is. */
+static int g_ready_fd = -1;
+
+static void child_ready(void) {
+  char c = 1;
+  if (g_ready_fd >= 0 && write(g_ready_fd, &c, 1) != 1) _exit(9);
+}
+
+/* Forks n children running fn; their pids in pids. */
+static void spawn_children(int n, child_fn fn, void *arg, const gp_comm_id_t *id, pid_t *pids) {
   fflush(stdout);
   fflush(stderr);
   for (int r = 0; r < n; r++) {
@@ -694,12 +704,10 @@ static int run_children(int n, child_fn fn, void *arg, const gp_comm_id_t *id, p
       _exit(rc);
     }
   }
-  double killed_at = 0;
-  if (kill_rank >= 0) {
-    sleep_ms(kill_after_ms);
-    kill(pids[kill_rank], SIGKILL);
-    killed_at = now_s();
-  }
+}
+
+/* Waits for the n children; returns how many failed (kill_rank's end is not counted). */
+static int reap_children(int n, const pid_t *pids, int kill_rank) {
   int failed = 0;
   for (int r = 0; r < n; r++) {
     int status = 0;
@@ -711,6 +719,52 @@ static int run_children(int n, child_fn fn, void *arg, const gp_comm_id_t *id, p
       failed++;
     }
   }
+  return failed;
+}
+
+/* Reads n bytes from fd within seconds; false on timeout or EOF. */
+static bool read_bytes(int fd, void *buf, size_t n, double seconds) {
+  size_t got = 0;
+  double t0 = now_s();
+  while (got < n) {
+    double left = seconds - (now_s() - t0);
+    if (left <= 0) return false;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int r = poll(&pf, 1, (int)(left * 1000) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    ssize_t k = read(fd, (char *)buf + got, n - got);
+    if (k <= 0) return false;
+    got += (size_t)k;
+  }
+  return true;
+}
+
+static double g_killed_at; /* when run_children killed its rank */
+
+static int run_children(int n, child_fn fn, void *arg, const gp_comm_id_t *id, pid_t *pids,
+                        int kill_rank, int kill_after_ms) {
+  pid_t local[8];
+  if (pids == NULL) pids = local;
+  int ready[2] = {-1, -1};
+  if (kill_rank >= 0) {
+    ck_assert_int_eq(pipe(ready), 0);
+    g_ready_fd = ready[1];
+  }
+  spawn_children(n, fn, arg, id, pids);
+  double killed_at = 0;
+  if (kill_rank >= 0) {
+    g_ready_fd = -1;
+    close(ready[1]);
+    char buf[8];
+    bool all = read_bytes(ready[0], buf, (size_t)n, 40);
+    close(ready[0]);
+    if (!all) fprintf(stderr, "run_children: not every rank made its communicator\n");
+    sleep_ms(kill_after_ms);
+    kill(pids[kill_rank], SIGKILL);
+    killed_at = g_killed_at = now_s();
+  }
+  int failed = reap_children(n, pids, kill_rank);
   if (kill_rank >= 0)
     printf("rank %d killed: the other %d ranks had returned their errors %.2f s later\n", kill_rank,
            n - 1, now_s() - killed_at);
@@ -780,6 +834,7 @@ static int child_fault(int rank, int n, const gp_comm_id_t *id, void *p) {
     fprintf(stderr, "rank %d: init: %s: %s\n", rank, gp_status_name(s), gp_last_error_message());
     return 2;
   }
+  child_ready();
   size_t k = (1u << 20) + 3;
   float *x = NULL;
   if (gp_malloc((void **)&x, k * 4)) return 3;
@@ -883,9 +938,8 @@ START_TEST(processes_killed_rank) {
   gp_comm_id_t id;
   OK(gp_comm_get_unique_id(&id));
   fault_arg_t a = {0, 60.0};
-  double t0 = now_s();
   ck_assert_int_eq(run_children(4, child_fault, &a, &id, NULL, 3, 700), 0);
-  ck_assert_msg(now_s() - t0 < 15, "the survivors took %.1f s", now_s() - t0);
+  ck_assert_msg(now_s() - g_killed_at < 15, "the survivors took %.1f s", now_s() - g_killed_at);
   ck_assert_msg(!segment_exists(&id), "the segment outlived the clique");
 }
 END_TEST
@@ -915,6 +969,332 @@ START_TEST(processes_split_sendrecv) {
 }
 END_TEST
 
+/* ---- ids that cannot be confused: one clique per id --------------------------------------------- */
+
+/* What each child of a join test does: claim rank[i] of a clique of nranks[i] after
+ * delay_ms[i]; once in, all-reduce value[i] (int64) and wait for a byte on hold_fd before
+ * leaving. Each child writes one report to report_fd. */
+typedef struct join_plan {
+  int nranks[8], rank[8], delay_ms[8];
+  int64_t value[8];
+  double timeout;
+  int report_fd, hold_fd;
+} join_plan_t;
+
+typedef struct join_report {
+  int child, rank, status;
+  double seconds; /* in gp_comm_init_rank_config */
+  int64_t sum;
+  char msg[400];
+} join_report_t; /* smaller than PIPE_BUF: one write is atomic */
+
+static int child_join(int i, int n, const gp_comm_id_t *id, void *p) {
+  (void)n;
+  join_plan_t *plan = p;
+  if (plan->delay_ms[i]) sleep_ms(plan->delay_ms[i]);
+  gp_comm_config_t cfg;
+  gp_comm_config_init(&cfg);
+  cfg.timeout_s = plan->timeout;
+  join_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  rep.child = i;
+  rep.rank = plan->rank[i];
+  gp_comm_t c = NULL;
+  double t0 = now_s();
+  gp_status_t s = gp_comm_init_rank_config(&c, plan->nranks[i], *id, plan->rank[i], &cfg);
+  rep.seconds = now_s() - t0;
+  if (s == GP_SUCCESS) {
+    int64_t *v = NULL;
+    s = gp_malloc((void **)&v, sizeof *v);
+    if (s == GP_SUCCESS) {
+      *v = plan->value[i];
+      s = gp_all_reduce(v, v, 1, GP_I64, GP_SUM, c, NULL);
+      if (s == GP_SUCCESS) s = gp_stream_synchronize(NULL);
+      rep.sum = *v;
+      gp_free(v);
+    }
+  }
+  rep.status = (int)s;
+  snprintf(rep.msg, sizeof rep.msg, "%s", s ? gp_last_error_message() : "");
+  if (write(plan->report_fd, &rep, sizeof rep) != (ssize_t)sizeof rep) return 8;
+  if (c && plan->hold_fd >= 0) {
+    char b;
+    if (read(plan->hold_fd, &b, 1) != 1) return 7;
+  }
+  gp_comm_destroy(c);
+  return 0;
+}
+
+/* Runs the plan's n children (spawned, not reaped) and collects their reports. */
+static void join_collect(int n, int report_rd, join_report_t *reps) {
+  for (int k = 0; k < n; k++) {
+    join_report_t r;
+    ck_assert_msg(read_bytes(report_rd, &r, sizeof r, 50), "%d of %d children reported", k, n);
+    ck_assert(r.child >= 0 && r.child < n);
+    reps[r.child] = r;
+  }
+}
+
+static void plan_init(join_plan_t *plan, int nchildren, int nranks, double timeout, int fds[2]) {
+  memset(plan, 0, sizeof *plan);
+  ck_assert_int_eq(pipe(fds), 0);
+  plan->report_fd = fds[1];
+  plan->hold_fd = -1;
+  plan->timeout = timeout;
+  for (int i = 0; i < nchildren; i++) {
+    plan->nranks[i] = nranks;
+    plan->rank[i] = i % nranks;
+    plan->value[i] = 100 * (i / nranks) + (i % nranks) + 1;
+  }
+}
+
+/* A refused arrival: GP_ERROR_INVALID_VALUE at once (well before the timeout), naming why. */
+static void assert_refused(const join_report_t *r, const char *why, double timeout) {
+  ck_assert_msg(r->status == GP_ERROR_INVALID_VALUE && strstr(r->msg, why) != NULL,
+                "child %d (rank %d): %s: '%s' (expected GP_ERROR_INVALID_VALUE naming '%s')", r->child, r->rank,
+                gp_status_name((gp_status_t)r->status), r->msg, why);
+  ck_assert_msg(r->seconds < timeout / 2, "child %d was refused after %.2f s, not at once", r->child, r->seconds);
+}
+
+/* Two 4-rank jobs on one id. One after the other: the first job's clique consumes the id
+ * and keeps working; every rank of the second fails at once. At the same time: whichever
+ * process first claims a rank number gets it, the clique forms from those four (the
+ * library cannot tell two copies of one id apart: each job then has ranks that failed,
+ * never a silent success for all eight), every other rank fails at once, and the
+ * formed clique's all-reduce sums exactly its own members. */
+START_TEST(processes_two_jobs_one_id) {
+  if (devices() != 1) return;
+  join_plan_t plan;
+  int rep_fd[2], hold[2];
+  pid_t pids[8];
+  join_report_t reps[8];
+  gp_comm_id_t id;
+  /* One after the other. */
+  OK(gp_comm_get_unique_id(&id));
+  plan_init(&plan, 4, 4, 20.0, rep_fd);
+  ck_assert_int_eq(pipe(hold), 0);
+  plan.hold_fd = hold[0];
+  spawn_children(4, child_join, &plan, &id, pids);
+  join_collect(4, rep_fd[0], reps);
+  for (int i = 0; i < 4; i++)
+    ck_assert_msg(reps[i].status == GP_SUCCESS && reps[i].sum == 1 + 2 + 3 + 4, "job A rank %d: %s (sum %lld): %s",
+                  i, gp_status_name((gp_status_t)reps[i].status), (long long)reps[i].sum, reps[i].msg);
+  ck_assert_msg(!segment_exists(&id), "the formed clique left its segment");
+  plan.hold_fd = -1;
+  pid_t late[4];
+  spawn_children(4, child_join, &plan, &id, late);
+  join_collect(4, rep_fd[0], reps);
+  for (int i = 0; i < 4; i++) assert_refused(&reps[i], "no clique is forming for this id", plan.timeout);
+  ck_assert_int_eq(reap_children(4, late, -1), 0);
+  ck_assert_int_eq(write(hold[1], "xxxx", 4), 4); /* job A may leave now */
+  ck_assert_int_eq(reap_children(4, pids, -1), 0);
+  close(hold[0]);
+  close(hold[1]);
+  /* At the same time. */
+  close(rep_fd[0]);
+  close(rep_fd[1]);
+  OK(gp_comm_get_unique_id(&id));
+  plan_init(&plan, 8, 4, 20.0, rep_fd);
+  spawn_children(8, child_join, &plan, &id, pids);
+  join_collect(8, rep_fd[0], reps);
+  int in = 0, ranks_in = 0;
+  int64_t members = 0;
+  for (int i = 0; i < 8; i++) {
+    if (reps[i].status != GP_SUCCESS) continue;
+    in++;
+    ck_assert_msg(!(ranks_in >> reps[i].rank & 1), "rank %d was given twice", reps[i].rank);
+    ranks_in |= 1 << reps[i].rank;
+    members += plan.value[i];
+  }
+  ck_assert_msg(in == 4 && ranks_in == 15, "%d ranks formed the clique (ranks 0x%x)", in, ranks_in);
+  for (int i = 0; i < 8; i++) {
+    if (reps[i].status == GP_SUCCESS) {
+      ck_assert_msg(reps[i].sum == members, "child %d summed %lld, its clique holds %lld", i,
+                    (long long)reps[i].sum, (long long)members);
+      continue;
+    }
+    ck_assert_msg(strstr(reps[i].msg, "already claimed") || strstr(reps[i].msg, "no clique is forming"),
+                  "child %d: '%s'", i, reps[i].msg);
+    assert_refused(&reps[i], "", plan.timeout);
+  }
+  ck_assert_int_eq(reap_children(8, pids, -1), 0);
+  ck_assert(!segment_exists(&id));
+  close(rep_fd[0]);
+  close(rep_fd[1]);
+}
+END_TEST
+
+/* An id whose clique is gone cannot be used again: GP_ERROR_INVALID_VALUE at once. */
+START_TEST(processes_reuse_id) {
+  if (devices() != 1) return;
+  join_plan_t plan;
+  int rep_fd[2];
+  pid_t pids[2];
+  join_report_t reps[2];
+  gp_comm_id_t id;
+  OK(gp_comm_get_unique_id(&id));
+  plan_init(&plan, 2, 2, 20.0, rep_fd);
+  spawn_children(2, child_join, &plan, &id, pids);
+  join_collect(2, rep_fd[0], reps);
+  ck_assert_int_eq(reap_children(2, pids, -1), 0);
+  for (int i = 0; i < 2; i++) ck_assert_int_eq(reps[i].status, GP_SUCCESS);
+  spawn_children(2, child_join, &plan, &id, pids);
+  join_collect(2, rep_fd[0], reps);
+  ck_assert_int_eq(reap_children(2, pids, -1), 0);
+  for (int i = 0; i < 2; i++) assert_refused(&reps[i], "an id serves one communicator", plan.timeout);
+  gp_comm_t c = NULL;
+  FAILS(gp_comm_init_rank(&c, 2, id, 0), GP_ERROR_INVALID_VALUE, "no clique is forming");
+  ck_assert(!segment_exists(&id));
+  close(rep_fd[0]);
+  close(rep_fd[1]);
+}
+END_TEST
+
+/* A rank with another nranks, and a rank number claimed twice, fail at once with a
+ * message that says which; the ranks waiting for the clique time out saying why
+ * (nobody claimed the missing rank; the refused arrival), and no segment stays. */
+START_TEST(processes_nranks_mismatch_duplicate_rank) {
+  if (devices() != 1) return;
+  join_plan_t plan;
+  int rep_fd[2];
+  pid_t pids[3];
+  join_report_t reps[3];
+  gp_comm_id_t id;
+  double timeout = 2.0;
+  /* nranks 2 and 3: whichever comes second is refused. */
+  OK(gp_comm_get_unique_id(&id));
+  plan_init(&plan, 2, 2, timeout, rep_fd);
+  plan.nranks[1] = 3;
+  plan.delay_ms[1] = 300;
+  spawn_children(2, child_join, &plan, &id, pids);
+  join_collect(2, rep_fd[0], reps);
+  ck_assert_int_eq(reap_children(2, pids, -1), 0);
+  int refused = reps[0].status == GP_ERROR_INVALID_VALUE ? 0 : 1, waited = 1 - refused;
+  assert_refused(&reps[refused], "every rank must pass the same nranks", timeout);
+  ck_assert_msg(reps[waited].status == GP_ERROR_TIMEOUT && strstr(reps[waited].msg, "no process has claimed it") &&
+                    strstr(reps[waited].msg, "refused") && strstr(reps[waited].msg, "nranks"),
+                "child %d: %s: '%s'", waited, gp_status_name((gp_status_t)reps[waited].status), reps[waited].msg);
+  ck_assert_msg(reps[waited].seconds < timeout + 3, "the waiting rank took %.2f s", reps[waited].seconds);
+  ck_assert(!segment_exists(&id));
+  /* ranks 0, 0 and 1 of three: one rank 0 is refused, the others wait for rank 2. */
+  close(rep_fd[0]);
+  close(rep_fd[1]);
+  OK(gp_comm_get_unique_id(&id));
+  plan_init(&plan, 3, 3, timeout, rep_fd);
+  plan.rank[1] = 0;
+  plan.rank[2] = 1;
+  plan.delay_ms[1] = 300;
+  spawn_children(3, child_join, &plan, &id, pids);
+  join_collect(3, rep_fd[0], reps);
+  ck_assert_int_eq(reap_children(3, pids, -1), 0);
+  int nref = 0;
+  for (int i = 0; i < 3; i++) {
+    if (reps[i].status == GP_ERROR_INVALID_VALUE) {
+      nref++;
+      ck_assert_int_eq(reps[i].rank, 0);
+      assert_refused(&reps[i], "is already claimed by process", timeout);
+      continue;
+    }
+    ck_assert_msg(reps[i].status == GP_ERROR_TIMEOUT && strstr(reps[i].msg, "for rank 2") &&
+                      strstr(reps[i].msg, "no process has claimed it") && strstr(reps[i].msg, "already claimed"),
+                  "child %d: %s: '%s'", i, gp_status_name((gp_status_t)reps[i].status), reps[i].msg);
+  }
+  ck_assert_int_eq(nref, 1);
+  ck_assert(!segment_exists(&id));
+  close(rep_fd[0]);
+  close(rep_fd[1]);
+}
+END_TEST
+
+#ifdef GP_BUILD_CPU
+/* Ranks of id's clique that have joined (read from its segment; -1 when there is none). */
+static int joined_ranks(const gp_comm_id_t *id) {
+  char name[64];
+  gp__cpu_comm_shm_name(id, name, sizeof name);
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd < 0) return -1;
+  struct stat st;
+  int n = -1;
+  if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(gp__ctl_t)) {
+    void *p = mmap(NULL, sizeof(gp__ctl_t), PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      n = (int)atomic_load(&((gp__ctl_t *)p)->joined);
+      munmap(p, sizeof(gp__ctl_t));
+    }
+  }
+  close(fd);
+  return n;
+}
+
+static int child_make_id(int rank, int n, const gp_comm_id_t *id, void *arg) {
+  (void)rank, (void)n, (void)id;
+  int *fds = arg;
+  gp_comm_id_t made;
+  if (gp_comm_get_unique_id(&made) != GP_SUCCESS) return 2;
+  if (write(fds[1], &made, sizeof made) != (ssize_t)sizeof made) return 3;
+  char b;
+  if (fds[2] >= 0 && read(fds[2], &b, 1) != 1) return 4; /* wait to be killed */
+  exit(0); /* normal exit: the library's destructor ends the rendezvous it made */
+}
+#endif
+
+/* Nothing stays in /dev/shm: when every rank dies during initialisation (the next
+ * gp_comm_get_unique_id of this user removes the segment that can never complete),
+ * when the id's maker exits without a rank ever coming, and when it is killed. */
+START_TEST(processes_all_die_during_init) {
+#ifdef GP_BUILD_CPU
+  if (devices() != 1) return;
+  join_plan_t plan;
+  int rep_fd[2];
+  pid_t pids[2];
+  gp_comm_id_t id, other;
+  OK(gp_comm_get_unique_id(&id));
+  plan_init(&plan, 2, 3, 50.0, rep_fd); /* ranks 0 and 1 of three; rank 2 never comes */
+  spawn_children(2, child_join, &plan, &id, pids);
+  double t0 = now_s();
+  while (joined_ranks(&id) < 2 && now_s() - t0 < 30) sleep_ms(5);
+  ck_assert_int_eq(joined_ranks(&id), 2);
+  kill(pids[0], SIGKILL);
+  kill(pids[1], SIGKILL);
+  for (int i = 0; i < 2; i++) waitpid(pids[i], NULL, 0);
+  OK(gp_comm_get_unique_id(&other));
+  ck_assert_msg(!segment_exists(&id), "the segment of a clique whose ranks all died stayed in /dev/shm");
+  close(rep_fd[0]);
+  close(rep_fd[1]);
+  /* A maker that exits, and one that is killed, with no rank ever coming. */
+  for (int killed = 0; killed < 2; killed++) {
+    int fds[3], wait_fd[2] = {-1, -1};
+    ck_assert_int_eq(pipe(fds), 0);
+    fds[2] = -1;
+    if (killed) {
+      ck_assert_int_eq(pipe(wait_fd), 0);
+      fds[2] = wait_fd[0];
+    }
+    pid_t maker;
+    spawn_children(1, child_make_id, fds, NULL, &maker);
+    gp_comm_id_t made;
+    ck_assert(read_bytes(fds[0], &made, sizeof made, 30));
+    if (killed) {
+      ck_assert(segment_exists(&made));
+      kill(maker, SIGKILL);
+    }
+    waitpid(maker, NULL, 0);
+    if (killed) OK(gp_comm_get_unique_id(&other));
+    ck_assert_msg(!segment_exists(&made), "the segment of an unused id outlived its maker (%s)",
+                  killed ? "killed" : "exited");
+    gp_comm_t c = NULL;
+    FAILS(gp_comm_init_rank(&c, 2, made, 0), GP_ERROR_INVALID_VALUE, "has exited");
+    close(fds[0]);
+    close(fds[1]);
+    if (killed) {
+      close(wait_fd[0]);
+      close(wait_fd[1]);
+    }
+  }
+#endif
+}
+END_TEST
+
 /* The rendezvous: an incomplete clique times out and leaves no segment; a segment that
  * others can read, or that another user owns, is refused. */
 START_TEST(rendezvous_security) {
@@ -934,8 +1314,22 @@ START_TEST(rendezvous_security) {
   char name[64];
   OK(gp_comm_get_unique_id(&id));
   gp__cpu_comm_shm_name(&id, name, sizeof name);
+  ck_assert_int_eq(shm_unlink(name), 0); /* the id's own segment, replaced by a planted one */
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
   ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(fchmod(fd, 0600), 0);
+  FAILS(gp_comm_init_rank_config(&c, 2, id, 1, &cfg), GP_ERROR_INVALID_VALUE, "less than a rendezvous header");
+  /* A header of another clique (another job nonce): foreign. */
+  ck_assert_int_eq(ftruncate(fd, GP__CTL_HEADER_BYTES), 0);
+  gp__ctl_t *h = mmap(NULL, GP__CTL_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ck_assert(h != MAP_FAILED);
+  h->version = GP__CTL_VERSION;
+  h->shared = 1;
+  h->nonce = 12345;
+  atomic_store(&h->magic, GP__CTL_MAGIC);
+  FAILS(gp_comm_init_rank_config(&c, 2, id, 1, &cfg), GP_ERROR_INVALID_VALUE, "belongs to another clique");
+  ck_assert_int_eq(atomic_load(&h->claim), 0); /* refused before touching it */
+  munmap(h, GP__CTL_HEADER_BYTES);
   ck_assert_int_eq(fchmod(fd, 0644), 0);
   FAILS(gp_comm_init_rank_config(&c, 2, id, 1, &cfg), GP_ERROR_COMM, "mode 644");
   if (geteuid() == 0) {
@@ -967,6 +1361,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, processes_killed_rank);
   tcase_add_test(tc, processes_absent_slow_mismatch);
   tcase_add_test(tc, processes_split_sendrecv);
+  tcase_add_test(tc, processes_two_jobs_one_id);
+  tcase_add_test(tc, processes_reuse_id);
+  tcase_add_test(tc, processes_nranks_mismatch_duplicate_rank);
+  tcase_add_test(tc, processes_all_die_during_init);
   tcase_add_test(tc, rendezvous_security);
   suite_add_tcase(s, tc);
   return s;

@@ -17,6 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +52,9 @@ GP_KERNEL_DECLARE(kt_coop_sum_w64);
 GP_KERNEL_DECLARE(kt_recurse);
 GP_KERNEL_DECLARE(kt_wild);
 GP_KERNEL_DECLARE(kt_oob);
+GP_KERNEL_DECLARE(kt_printf);
+GP_KERNEL_DECLARE(kt_printf_bad);
+GP_KERNEL_DECLARE(kt_spin);
 GP_SYMBOL_DECLARE(kt_coef_w64);
 GP_SYMBOL_DECLARE(kt_calls_w64);
 #define NBUILDS 2
@@ -536,6 +545,281 @@ START_TEST(asan_reports_kernel_line) {
 }
 END_TEST
 #endif
+/* ---- kernel output: printf into the launch's buffer ---------------------------------------- */
+/* Output of fd 1 or 2 while capturing goes to a memory file (nothing in /tmp). */
+typedef struct capture {
+  int which, fd, saved;
+} capture_t;
+
+static void capture_begin(capture_t *c, int which) {
+  fflush(which == 1 ? stdout : stderr);
+  c->which = which;
+  c->fd = memfd_create("gp-test-capture", MFD_CLOEXEC);
+  ck_assert_int_ge(c->fd, 0);
+  c->saved = dup(which);
+  ck_assert_int_ge(c->saved, 0);
+  ck_assert_int_eq(dup2(c->fd, which), which);
+}
+
+/* Restores the descriptor; returns what was written (malloc'ed, NUL-terminated). */
+static char *capture_end(capture_t *c) {
+  fflush(c->which == 1 ? stdout : stderr);
+  ck_assert_int_eq(dup2(c->saved, c->which), c->which);
+  close(c->saved);
+  off_t n = lseek(c->fd, 0, SEEK_END);
+  ck_assert_int_ge(n, 0);
+  char *buf = malloc((size_t)n + 1);
+  ck_assert_int_eq(pread(c->fd, buf, (size_t)n, 0), n);
+  buf[n] = '\0';
+  close(c->fd);
+  return buf;
+}
+
+/* Checks the records "p <block> <thread> <i>" of out: each thread's in its order, with
+ * no record twice or missing, except that with prefix_only a thread's records may stop
+ * early (dropped). Returns the number of records. */
+static int check_records(const char *out, int blocks, int threads, int lines, bool prefix_only) {
+  int *next = calloc((size_t)blocks * (size_t)threads, sizeof(int)), count = 0;
+  for (const char *p = out; *p;) {
+    const char *nl = strchr(p, '\n');
+    ck_assert_msg(nl != NULL, "an unterminated line: '%s'", p);
+    unsigned b = 0, t = 0;
+    int i = -1, used = 0;
+    ck_assert_msg(sscanf(p, "p %u %u %d%n", &b, &t, &i, &used) == 3 && p + used == nl,
+                  "a line that is not a record: '%.*s'", (int)(nl - p), p);
+    ck_assert_msg(b < (unsigned)blocks && t < (unsigned)threads, "record of block %u thread %u", b, t);
+    int *n = &next[b * (unsigned)threads + t];
+    ck_assert_msg(i == *n, "block %u thread %u printed record %d after %d records", b, t, i, *n);
+    (*n)++;
+    count++;
+    p = nl + 1;
+  }
+  for (int g = 0; g < blocks * threads; g++)
+    ck_assert_msg(next[g] == lines || (prefix_only && next[g] < lines),
+                  "block %d thread %d printed %d of its %d records", g / threads, g % threads, next[g], lines);
+  free(next);
+  return count;
+}
+
+static void launch_printf(int blocks, int threads, int lines, int sync, int *out) {
+  void *args[] = {&lines, &sync, &out};
+  OK(gp_launch(GP_KERNEL_REF(kt_printf), gp_dim3((unsigned)blocks, 1, 1), gp_dim3((unsigned)threads, 1, 1),
+               0, NULL, args));
+  OK(gp_stream_synchronize(NULL));
+}
+
+/* Every record reaches stdout by the end of the launch, each GPU thread's in its own
+ * order, also when the threads interleave at barriers (a partial last warp too). */
+START_TEST(printf_per_thread_order) {
+  NEED_DEVICE();
+  int blocks = 3, threads = 64 + 37, lines = 5, *out = NULL;
+  OK(gp_malloc((void **)&out, (size_t)(blocks * threads) * sizeof(int)));
+  for (int sync = 0; sync < 2; sync++) {
+    capture_t c;
+    capture_begin(&c, 1);
+    launch_printf(blocks, threads, lines, sync, out);
+    char *text = capture_end(&c);
+    ck_assert_int_eq(check_records(text, blocks, threads, lines, false), blocks * threads * lines);
+    free(text);
+  }
+  OK(gp_free(out));
+}
+END_TEST
+
+/* A launch's buffer has GP_CPU_PRINTF_KB KiB: what does not fit is dropped whole, each
+ * thread keeps the first of its records, and one line on stderr counts the rest. */
+START_TEST(printf_buffer_overflow) {
+  NEED_DEVICE();
+  int threads = 64, lines = 8, total = threads * lines, *out = NULL;
+  OK(gp_malloc((void **)&out, (size_t)threads * sizeof(int)));
+  setenv("GP_CPU_PRINTF_KB", "4", 1);
+  capture_t co, ce;
+  capture_begin(&co, 1);
+  capture_begin(&ce, 2);
+  launch_printf(1, threads, lines, 1, out);
+  char *err = capture_end(&ce), *text = capture_end(&co);
+  unsetenv("GP_CPU_PRINTF_KB");
+  int kept = check_records(text, 1, threads, lines, true);
+  ck_assert_msg(kept > 0 && kept < total && strlen(text) <= 4096, "%d of %d records (%zu bytes) kept", kept,
+                total, strlen(text));
+  char want[96];
+  snprintf(want, sizeof want, "kernel 'kt_printf': %d printf records", total - kept);
+  ck_assert_msg(strstr(err, want) && strstr(err, "GP_CPU_PRINTF_KB"), "stderr does not say '%s':\n%s", want, err);
+  free(err);
+  free(text);
+  /* The next launch has a whole buffer again. */
+  capture_begin(&co, 1);
+  launch_printf(1, threads, 1, 0, out);
+  text = capture_end(&co);
+  ck_assert_int_eq(check_records(text, 1, threads, 1, false), threads);
+  free(text);
+  OK(gp_free(out));
+}
+END_TEST
+
+/* The issue's case, in a child process so that a regression hangs only the child: the
+ * %s of a pointer to nothing faults inside the kernel's formatting, the launch fails
+ * naming the kernel, and afterwards the host's printf, puts and malloc work, on every
+ * thread, and so does the next kernel's printf. */
+static int printf_fault_child(void) {
+  int *out = NULL;
+  if (gp_malloc((void **)&out, 256 * sizeof(int)) != GP_SUCCESS) return 2;
+  void *args[] = {&out};
+  gp_status_t s = gp_launch(GP_KERNEL_REF(kt_printf_bad), gp_dim3(1, 1, 1), gp_dim3(64, 1, 1), 0, NULL, args);
+  if (s == GP_SUCCESS) s = gp_stream_synchronize(NULL);
+  const char *msg = gp_last_error_message();
+  if (s != GP_ERROR_LAUNCH_FAILED || !strstr(msg, "kt_printf_bad") || !strstr(msg, "invalid memory access") ||
+      !strstr(msg, "thread (0,0,0)")) {
+    fprintf(stderr, "child: %s: %s\n", gp_status_name(s), msg);
+    return 3;
+  }
+  (void)gp_get_last_error();
+  printf("host printf\n");
+  puts("host puts");
+  fflush(stdout);
+  void *p = malloc(1 << 20);
+  if (!p) return 4;
+  memset(p, 1, 1 << 20);
+  free(p);
+  int lines = 1, sync = 0;
+  void *a2[] = {&lines, &sync, &out};
+  s = gp_launch(GP_KERNEL_REF(kt_printf), gp_dim3(1, 1, 1), gp_dim3(4, 1, 1), 0, NULL, a2);
+  if (s == GP_SUCCESS) s = gp_stream_synchronize(NULL);
+  if (s != GP_SUCCESS) return 5;
+  printf("done\n");
+  fflush(stdout);
+  gp_free(out);
+  return 0;
+}
+
+START_TEST(printf_fault_leaves_no_lock) {
+  NEED_DEVICE();
+  if (RUNNING_ON_VALGRIND) return;
+  int fd[2];
+  ck_assert_int_eq(pipe(fd), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    dup2(fd[1], 1);
+    close(fd[0]);
+    close(fd[1]);
+    _exit(printf_fault_child());
+  }
+  close(fd[1]);
+  char text[4096];
+  size_t got = 0;
+  double t0 = now_s();
+  bool hung = false;
+  for (;;) {
+    struct pollfd pf = {fd[0], POLLIN, 0};
+    int r = poll(&pf, 1, 200);
+    if (r > 0) {
+      ssize_t n = read(fd[0], text + got, sizeof text - 1 - got);
+      if (n <= 0) break; /* EOF: the child is gone */
+      got += (size_t)n;
+    } else if (r < 0 && errno != EINTR) {
+      break;
+    }
+    if (now_s() - t0 > 60) {
+      hung = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+  }
+  text[got] = '\0';
+  close(fd[0]);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(!hung, "the process hung after the fault (output so far: '%s')", text);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ended with status %d: '%s'", status,
+                text);
+  ck_assert_msg(strstr(text, "host printf\nhost puts\n") && strstr(text, "p 0 3 0\n") && strstr(text, "done\n"),
+                "the child's output: '%s'", text);
+}
+END_TEST
+
+/* ---- the launch watchdog (GP_LAUNCH_TIMEOUT_S) ----------------------------------------------- */
+static void set_flag(int *flag, int v) { OK(gp_memcpy(flag, &v, sizeof v)); }
+
+/* A kernel that never ends fails after GP_LAUNCH_TIMEOUT_S with GP_ERROR_TIMEOUT naming
+ * it, whether it spins in kernel code without a sync point (on the lead fiber, on a
+ * fiber) or at barriers; the next launch succeeds and the process goes on. */
+START_TEST(watchdog_stops_kernel) {
+  NEED_DEVICE();
+  if (RUNNING_ON_VALGRIND) return;
+  int grid = 4, block = 64, n = grid * block, *flag = NULL, *out = NULL, spin_block = 2, spin = 37;
+  OK(gp_malloc((void **)&flag, sizeof(int)));
+  OK(gp_malloc((void **)&out, (size_t)n * sizeof(int)));
+  int *h = malloc((size_t)n * sizeof(int));
+  setenv("GP_LAUNCH_TIMEOUT_S", "1", 1);
+  for (int mode = 0; mode < 3; mode++) {
+    set_flag(flag, 0);
+    void *args[] = {&mode, &spin_block, &spin, &flag, &out};
+    double t0 = now_s();
+    OK(gp_launch(GP_KERNEL_REF(kt_spin), gp_dim3((unsigned)grid, 1, 1), gp_dim3((unsigned)block, 1, 1), 0, NULL,
+                 args));
+    gp_status_t s = gp_stream_synchronize(NULL);
+    double dt = now_s() - t0;
+    const char *msg = gp_last_error_message();
+    ck_assert_msg(s == GP_ERROR_TIMEOUT, "mode %d: %s: %s", mode, gp_status_name(s), msg);
+    ck_assert_msg(strstr(msg, "kt_spin") && strstr(msg, "GP_LAUNCH_TIMEOUT_S"), "mode %d: message '%s'", mode, msg);
+    ck_assert_msg(dt >= 0.95 && dt < 6, "mode %d: the launch ended after %.2f s", mode, dt);
+    (void)gp_get_last_error();
+    /* The next launch (the flag set) runs to its end within the timeout. */
+    set_flag(flag, 1);
+    OK(gp_memset(out, 0xff, (size_t)n * sizeof(int)));
+    OK(gp_launch(GP_KERNEL_REF(kt_spin), gp_dim3((unsigned)grid, 1, 1), gp_dim3((unsigned)block, 1, 1), 0, NULL,
+                 args));
+    OK(gp_memcpy(h, out, (size_t)n * sizeof(int)));
+    for (int i = 0; i < n; i++) ck_assert_msg(h[i] == 1, "mode %d: out[%d] = %d", mode, i, h[i]);
+  }
+  /* Launches that end in time are not disturbed. */
+  for (int i = 0; i < 20; i++) still_usable();
+  unsetenv("GP_LAUNCH_TIMEOUT_S");
+  void *p = malloc(1 << 16);
+  ck_assert_ptr_nonnull(p);
+  free(p);
+  fprintf(stderr, "watchdog: the host's stdio works\n");
+  free(h);
+  OK(gp_free(flag));
+  OK(gp_free(out));
+}
+END_TEST
+
+typedef struct release_arg {
+  int *flag;
+  int delay_ms;
+} release_arg_t;
+
+static void *release_later(void *p) {
+  release_arg_t *a = p;
+  struct timespec ts = {a->delay_ms / 1000, (long)(a->delay_ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  __atomic_store_n(a->flag, 1, __ATOMIC_RELEASE); /* cpu device memory is host memory */
+  return NULL;
+}
+
+/* Off by default: without GP_LAUNCH_TIMEOUT_S a long kernel runs to its end. */
+START_TEST(watchdog_off_by_default) {
+  NEED_DEVICE();
+  unsetenv("GP_LAUNCH_TIMEOUT_S");
+  int grid = 2, block = 32, *flag = NULL, *out = NULL, mode = 0, spin_block = 1, spin = 5;
+  OK(gp_malloc((void **)&flag, sizeof(int)));
+  OK(gp_malloc((void **)&out, (size_t)(grid * block) * sizeof(int)));
+  set_flag(flag, 0);
+  release_arg_t a = {flag, 300};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, release_later, &a), 0);
+  void *args[] = {&mode, &spin_block, &spin, &flag, &out};
+  OK(gp_launch(GP_KERNEL_REF(kt_spin), gp_dim3((unsigned)grid, 1, 1), gp_dim3((unsigned)block, 1, 1), 0, NULL, args));
+  OK(gp_stream_synchronize(NULL));
+  pthread_join(th, NULL);
+  OK(gp_free(flag));
+  OK(gp_free(out));
+}
+END_TEST
+
 #endif
 
 #ifdef GP_BUILD_CPU
@@ -564,6 +848,11 @@ static Suite *executor_suite(void) {
 #else
   tcase_add_test(tf, asan_reports_kernel_line);
 #endif
+  tcase_add_test(tf, printf_per_thread_order);
+  tcase_add_test(tf, printf_buffer_overflow);
+  tcase_add_test(tf, printf_fault_leaves_no_lock);
+  tcase_add_test(tf, watchdog_stops_kernel);
+  tcase_add_test(tf, watchdog_off_by_default);
   suite_add_tcase(s, tf);
   if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
     TCase *t64 = tcase_create("faults at width 64");
@@ -573,6 +862,10 @@ static Suite *executor_suite(void) {
 #if !defined(__SANITIZE_ADDRESS__)
     tcase_add_test(t64, wild_pointer_fails_launch);
 #endif
+    tcase_add_test(t64, printf_per_thread_order);
+    tcase_add_test(t64, printf_buffer_overflow);
+    tcase_add_test(t64, printf_fault_leaves_no_lock);
+    tcase_add_test(t64, watchdog_stops_kernel);
     tcase_add_test(t64, cooperative_blocks_progress_together);
     tcase_add_test(t64, cooperative_limits);
     suite_add_tcase(s, t64);

@@ -52,7 +52,7 @@ static const row_t rows[] = {
   {cudaErrorAssert, GP_ERROR_LAUNCH_FAILED, true, "cudaErrorAssert"},
   {cudaErrorMisalignedAddress, GP_ERROR_LAUNCH_FAILED, true, "cudaErrorMisalignedAddress"},
   {cudaErrorIllegalInstruction, GP_ERROR_LAUNCH_FAILED, true, "cudaErrorIllegalInstruction"},
-  {cudaErrorLaunchTimeout, GP_ERROR_LAUNCH_FAILED, true, "cudaErrorLaunchTimeout"},
+  {cudaErrorLaunchTimeout, GP_ERROR_TIMEOUT, true, "cudaErrorLaunchTimeout"},
   {cudaErrorUnknown, GP_ERROR_BACKEND, false, "cudaErrorUnknown"},
   {123456, GP_ERROR_BACKEND, false, NULL},
 };
@@ -86,7 +86,7 @@ static const row_t rows[] = {
   {hipErrorLaunchFailure, GP_ERROR_LAUNCH_FAILED, true, "hipErrorLaunchFailure"},
   {hipErrorIllegalAddress, GP_ERROR_LAUNCH_FAILED, true, "hipErrorIllegalAddress"},
   {hipErrorAssert, GP_ERROR_LAUNCH_FAILED, true, "hipErrorAssert"},
-  {hipErrorLaunchTimeOut, GP_ERROR_LAUNCH_FAILED, true, "hipErrorLaunchTimeOut"},
+  {hipErrorLaunchTimeOut, GP_ERROR_TIMEOUT, true, "hipErrorLaunchTimeOut"},
   {hipErrorUnknown, GP_ERROR_BACKEND, false, "hipErrorUnknown"},
   {123456, GP_ERROR_BACKEND, false, NULL},
 };

@@ -78,9 +78,33 @@ typedef struct gp_comm_s *gp_comm_t;
  * @brief The identity of a clique: made by gp_comm_get_unique_id() on one rank and
  *        copied, as 128 plain bytes, to every other rank (ncclUniqueId).
  *
- * An id serves one communicator: every rank of it passes the same id once. On the
- * cpu backend it carries 128 random bits that name the host's rendezvous, so it is
- * a secret: whoever holds it may join the clique.
+ * An id serves one communicator: every rank of it passes the same id once, with the
+ * same nranks and its own rank number. On the cpu backend the id carries 128 random
+ * bits that name the host's rendezvous (a shared-memory segment, so it is a secret:
+ * whoever holds it may join the clique) and a random job nonce that the rendezvous
+ * records, and these rules hold, each failing at once with ::GP_ERROR_INVALID_VALUE
+ * and a message that says which (the status NCCL's ncclInvalidUsage and
+ * ncclInvalidArgument map to; NCCL itself leaves such ranks waiting):
+ * - The id is single-use: the clique's formation (its last rank joining) consumes it. A
+ *   rank that presents it afterwards, or after its clique failed, finds no rendezvous.
+ * - A rank that brings another nranks than the first rank to arrive is refused.
+ * - A rank number is claimed once, by the first process to present it; another process
+ *   claiming it is refused (each process presents its own random token).
+ * - A rendezvous of the same name whose nonce is not the id's is foreign: refused.
+ *
+ * Refused ranks do not break the clique that is forming; if it then times out, its
+ * message names the refused arrivals. So when two jobs copy one id, the first clique to
+ * form claims it and the other ranks fail at once. The library cannot tell two copies of
+ * one id apart: if the two jobs' ranks arrive interleaved, the four rank numbers may be
+ * claimed by processes of both jobs, and that clique forms; every job then has ranks that
+ * failed (never a silent success everywhere). Make one id per communicator and job.
+ *
+ * The process that made the id keeps its rendezvous open until it exits: make the id
+ * in a process that outlives the initialisation (a rank, or the launcher that waits
+ * for them), as NCCL's bootstrap root. Nothing stays in /dev/shm: the rendezvous goes
+ * when the clique forms, when a rank gives up (timeout, a dead peer), when the maker
+ * exits, or, if every process involved was killed, at this user's next
+ * gp_comm_get_unique_id() on the host.
  */
 typedef struct gp_comm_id {
   char internal[GP_COMM_ID_BYTES]; /**< opaque bytes */
@@ -124,11 +148,14 @@ static inline void gp_comm_config_init(gp_comm_config_t *config) {
 
 /**
  * @brief Makes a new unique id (ncclGetUniqueId). Call it on one rank and copy the id
- *        to the others.
+ *        to the others. On the cpu backend it opens the host's rendezvous for the id
+ *        (see ::gp_comm_id_t), after removing this user's rendezvous that can never
+ *        complete.
  * @param[out] id the id.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (@p id NULL); ::GP_ERROR_NOT_SUPPORTED
  *         (cuda/hip: NCCL/RCCL missing or too old; the message names the library);
- *         ::GP_ERROR_COMM (the native library failed).
+ *         ::GP_ERROR_COMM (the native library failed; cpu: the shared-memory segment
+ *         could not be made); ::GP_ERROR_OUT_OF_MEMORY (cpu: /dev/shm is full).
  */
 GP_API gp_status_t gp_comm_get_unique_id(gp_comm_id_t *id);
 
@@ -142,8 +169,11 @@ GP_API gp_status_t gp_comm_get_unique_id(gp_comm_id_t *id);
  * @param[in] rank this rank, 0 <= rank < nranks.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p comm, @p nranks or @p rank out
  *         of range, an id not made by this backend, a rank that joined twice, two ranks
- *         of one process on one device); ::GP_ERROR_TIMEOUT (the clique was not complete
- *         within the timeout); ::GP_ERROR_COMM (a peer died, or the rendezvous failed);
+ *         of one process on one device; cpu, at once: an id whose clique has formed or
+ *         failed (single use), another nranks than the clique's, a rank number another
+ *         process claimed, a foreign rendezvous: see ::gp_comm_id_t);
+ *         ::GP_ERROR_TIMEOUT (the clique was not complete within the timeout: the message
+ *         names the rank that did not come, and the arrivals that were refused); ::GP_ERROR_COMM (a peer died, or the rendezvous failed);
  *         ::GP_ERROR_OUT_OF_MEMORY (no memory, or cpu: /dev/shm too small: the message
  *         says how large it must be); ::GP_ERROR_NOT_SUPPORTED (NCCL/RCCL missing or too
  *         old); ::GP_ERROR_NO_DEVICE.

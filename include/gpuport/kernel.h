@@ -67,7 +67,14 @@
  * links. On the CPU the executor runs every kernel it can at warp width 64 when
  * `GP_CPU_WARP_SIZE=64` and the program also has the kernel's width-64 build
  * (docs/LAUNCH_ABI.md); faults (trap, assert, divergent barriers, bad warp masks, stack
- * overflow, wild pointers) fail the launch with GP_ERROR_LAUNCH_FAILED.
+ * overflow, wild pointers) fail the launch with GP_ERROR_LAUNCH_FAILED. `printf` in a
+ * kernel is CUDA's device printf there too: each GPU thread formats into the launch's
+ * buffer (`GP_CPU_PRINTF_KB` KiB, default 1024: CUDA's cudaLimitPrintfFifoSize), which
+ * the host writes to stdout when the grid ends, each thread's records in its order;
+ * records that do not fit are dropped whole and counted on stderr (CUDA overwrites
+ * older ones instead). Inside a kernel, call no other C library function that takes a
+ * lock (stdio, malloc): a fault there would leave the lock held. With
+ * `GP_LAUNCH_TIMEOUT_S` set, a kernel that runs longer fails with GP_ERROR_TIMEOUT.
  *
  * Included from C (the CPU library itself), this header declares only the CPU
  * executor ABI (docs/LAUNCH_ABI.md).
@@ -165,6 +172,9 @@ GP_API void gp__cpu_grid_sync(const char *file, int line);
  * finds a kernel's width-64 build by name when GP_CPU_WARP_SIZE=64. */
 GP_API int gp__cpu_kernel_register(const struct gp_kernel_s *k);
 GP_API void gp__cpu_kernel_unregister(const struct gp_kernel_s *k);
+/* The dialect's printf: in a kernel, formats into the launch's output buffer, written out
+ * when the grid ends (CUDA's device printf); elsewhere, printf. */
+GP_API int gp__cpu_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** @endcond */
 
 GP_EXTERN_C_END
@@ -177,6 +187,7 @@ GP_EXTERN_C_END
 #include <stdio.h>
 #include <string.h>
 #if defined(GP_TARGET_CPU)
+#include <cstdio> /* before the printf macro below: <cstdio> #undefs printf */
 #include <utility>
 #else
 #include <assert.h>
@@ -405,6 +416,15 @@ static inline int __syncthreads_or(int pred, const char *file = __builtin_FILE()
 static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block(void) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+/* printf, as CUDA's device printf: each GPU thread's output goes to a buffer of the
+ * launch that the host writes out when the grid ends, in each thread's order (the
+ * executor takes no stdio lock inside a kernel, so a fault there never wedges the
+ * process; docs/LAUNCH_ABI.md). Host code of a dialect source gets plain printf. */
+namespace std {
+using ::gp__cpu_printf;
+}
+#define printf(...) gp__cpu_printf(__VA_ARGS__)
 
 /* __trap() and assert() end the thread and fail the launch (the library stays usable). */
 #define __trap() gp__cpu_trap(__FILE__, __LINE__)

@@ -662,7 +662,11 @@ typedef const struct gp_kernel_s *gp_kernel_t;
  *         ::GP_ERROR_INVALID_HANDLE (not a kernel descriptor),
  *         ::GP_ERROR_INVALID_CONFIGURATION (zero or oversize dimensions, too much shared
  *         memory), ::GP_ERROR_INVALID_IMAGE (kernel built for another backend). Faults
- *         during the run are reported asynchronously (::GP_ERROR_LAUNCH_FAILED).
+ *         during the run are reported asynchronously (::GP_ERROR_LAUNCH_FAILED), and so is
+ *         a kernel that ran too long (::GP_ERROR_TIMEOUT: on the cpu backend, longer than
+ *         the `GP_LAUNCH_TIMEOUT_S` environment variable's seconds, a watchdog that is off
+ *         by default; the message names the kernel, and the process stays usable; on
+ *         cuda/hip, the driver's watchdog, cudaErrorLaunchTimeout, sticky as every fault).
  */
 GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
                              size_t dynamic_shared_bytes, gp_stream_t stream, void **args);

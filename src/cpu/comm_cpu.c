@@ -4,13 +4,26 @@
  * order of a rank's operations, and teardown. The algorithms are in comm_engine.c.
  *
  * Rendezvous across processes (COMM.md): the unique id carries 128 random bits that name
- * a POSIX shared-memory segment, "/gpuport-<hex>". The first rank to arrive creates it
- * with O_CREAT | O_EXCL and mode 0600, reserves its size (posix_fallocate: a full
- * /dev/shm is an error here, not a SIGBUS later) and initialises the control block,
- * storing the magic number last. The others open it, check that this user owns it and
- * that nobody else may read it, wait for the magic, and claim their slots. The last
- * rank to attach unlinks the name, so nothing outlives the processes, even a crash; a
- * rank that gives up (timeout, dead peer) unlinks it too.
+ * a POSIX shared-memory segment, "/gpuport-<hex>", and a 64-bit job nonce. The id's maker
+ * (gp_comm_get_unique_id) creates the segment (O_CREAT | O_EXCL, mode 0600) holding just
+ * the control block's header: the nonce, the maker's identity. Ranks never create it:
+ * they open it, check that this user owns it, that nobody else may read it and that its
+ * nonce is the id's (else it is foreign), and the first of them sizes it for its nranks
+ * (posix_fallocate: a full /dev/shm is an error here, not a SIGBUS later); every later
+ * rank must bring the same nranks. Each rank claims its slot with its per-process token;
+ * a slot already claimed by another process means two processes say they are that rank.
+ * Such arrivals are refused at once (GP_ERROR_INVALID_VALUE, as NCCL's ncclInvalidUsage
+ * maps) and noted in the block, so that a clique that then times out says why; they do
+ * not break the clique that is forming.
+ *
+ * An id serves one clique: the last rank to join unlinks the name, which consumes the
+ * id (a rank that arrives later finds no segment and fails at once, as does a second job
+ * that copied the id). Every other path unlinks it too: a rank that gives up (timeout,
+ * a dead or departed peer) unlinks it; the maker unlinks the ids it made at its exit
+ * (ranks still to come then find nothing: the maker must outlive the rendezvous, as
+ * NCCL's bootstrap root); and gp_comm_get_unique_id first removes this user's segments
+ * that can never complete: a claimed rank whose process died (every rank killed during
+ * initialisation), or no rank and a dead maker.
  *
  * Ranks that are all in this process (gp_comm_init_all, a split of such ranks, a
  * one-rank clique) share a control block in plain memory instead.
@@ -20,8 +33,10 @@
  * they sit on several streams. A communicator is freed when its handle and every
  * pending operation have let go of it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +52,14 @@
 #include "cpu/comm_cpu.h"
 
 #define ID_MAGIC "gpuportC"
-#define ID_VERSION 1u
+#define ID_VERSION 2u
 
 typedef struct id_layout {
   char magic[8];
   uint32_t version;
   int32_t creator_pid;
   uint8_t secret[16]; /* names the segment */
+  uint64_t nonce;     /* the job nonce the segment records (never 0) */
 } id_layout_t;
 
 /* ---- process identity ------------------------------------------------------------------ */
@@ -148,124 +164,361 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* Creates the segment (this rank is first) and initialises its block. */
-static gp_status_t shm_create(int fd, const char *name, int n, gp__ctl_t **out, const char *func) {
-  gp__ctl_t h;
-  memset(&h, 0, sizeof h);
-  layout(&h, n, true);
+static id_layout_t id_read(const gp_comm_id_t *id) {
+  id_layout_t l;
+  memcpy(&l, id->internal, sizeof l);
+  return l;
+}
+
+/* An arrival the clique refuses: noted in its block for the others' messages. */
+static void note_refused(gp__ctl_t *h, const char *text) {
+  atomic_fetch_add(&h->refused, 1);
+  uint32_t zero = 0;
+  if (atomic_compare_exchange_strong(&h->refused_claim, &zero, 1)) {
+    snprintf(h->refused_msg, sizeof h->refused_msg, "%s", text);
+    atomic_store(&h->refused_ready, 1);
+  }
+}
+
+/* Fails this arrival (the message) and notes it in the block (note: a short form for
+ * the messages of the ranks that wait). */
+static gp_status_t refuse(gp__ctl_t *h, const char *note, const char *func, const char *fmt, ...)
+    GP__PRINTF(4, 5);
+static gp_status_t refuse(gp__ctl_t *h, const char *note, const char *func, const char *fmt, ...) {
+  char text[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  note_refused(h, note);
+  return gp__error(GP_ERROR_INVALID_VALUE, func, "%s", text);
+}
+
+/* The segment could not be sized: the ranks waiting for it fail, the id is consumed. */
+static gp_status_t sizing_failed(gp__ctl_t *h, const char *name, gp_status_t st) {
+  int32_t zero = 0;
+  if (atomic_compare_exchange_strong(&h->failed, &zero, (int32_t)st)) {
+    h->failed_rank = h->sizer_rank;
+    snprintf(h->failed_msg, sizeof h->failed_msg, "%s", gp_last_error_message());
+    atomic_store(&h->failed_ready, 1);
+  }
+  atomic_store(&h->sized, 2);
+  shm_unlink(name);
+  return st;
+}
+
+/* This rank is the first: the segment gets the size and layout of an n-rank clique. */
+static gp_status_t size_segment(int fd, gp__ctl_t *h, const char *name, int n, int rank, const char *func) {
+  h->sizer_pid = (int32_t)getpid();
+  h->sizer_start = gp__cpu_proc_starttime(getpid());
+  h->sizer_rank = rank;
+  gp__ctl_t l;
+  memset(&l, 0, sizeof l);
+  layout(&l, n, true);
   struct statvfs vfs;
-  if (statvfs("/dev/shm", &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < h.bytes)
-    return gp__error(GP_ERROR_OUT_OF_MEMORY, func,
-                     "the rendezvous of %d ranks needs %.1f MiB in /dev/shm, which has %.1f MiB "
-                     "free (in a container, raise --shm-size)",
-                     n, (double)h.bytes / 1048576.0,
-                     (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
-  int e = posix_fallocate(fd, 0, (off_t)h.bytes);
+  if (statvfs("/dev/shm", &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < l.bytes)
+    return sizing_failed(h, name,
+                         gp__error(GP_ERROR_OUT_OF_MEMORY, func,
+                                   "the rendezvous of %d ranks needs %.1f MiB in /dev/shm, which has %.1f "
+                                   "MiB free (in a container, raise --shm-size)",
+                                   n, (double)l.bytes / 1048576.0,
+                                   (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0));
+  int e = posix_fallocate(fd, 0, (off_t)l.bytes);
   if (e != 0)
-    return gp__error(e == ENOSPC ? GP_ERROR_OUT_OF_MEMORY : GP_ERROR_COMM, func,
-                     "cannot reserve %.1f MiB for shared-memory segment %s: %s%s",
-                     (double)h.bytes / 1048576.0, name, strerror(e),
-                     e == ENOSPC ? " (/dev/shm is full; in a container, raise --shm-size)" : "");
-  void *p = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED)
-    return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name,
-                     strerror(errno));
-  gp__ctl_t *c = p;
-  *c = h; /* the file is zero-filled: every counter starts at 0 */
-  c->version = GP__CTL_VERSION;
-  c->shared = 1;
-  atomic_store(&c->magic, GP__CTL_MAGIC);
-  *out = c;
+    return sizing_failed(h, name,
+                         gp__error(e == ENOSPC ? GP_ERROR_OUT_OF_MEMORY : GP_ERROR_COMM, func,
+                                   "cannot reserve %.1f MiB for shared-memory segment %s: %s%s",
+                                   (double)l.bytes / 1048576.0, name, strerror(e),
+                                   e == ENOSPC ? " (/dev/shm is full; in a container, raise --shm-size)" : ""));
+  /* The file grew zero-filled: the slots and channels start at 0. */
+  h->nranks = l.nranks;
+  h->bytes = l.bytes;
+  h->half = l.half;
+  h->chan_chunk = l.chan_chunk;
+  h->slots_off = l.slots_off;
+  h->chans_off = l.chans_off;
+  h->staging_off = l.staging_off;
+  h->chanbuf_off = l.chanbuf_off;
+  atomic_store(&h->sized, 1);
   return GP_SUCCESS;
 }
 
-/* Opens the segment another rank created, after checking who made it. */
-static gp_status_t shm_open_existing(int fd, const char *name, int n, double deadline,
-                                     gp__ctl_t **out, const char *func) {
-  struct stat st;
-  if (fstat(fd, &st) != 0)
-    return gp__error(GP_ERROR_COMM, func, "cannot stat segment %s: %s", name, strerror(errno));
-  if (st.st_uid != geteuid())
-    return gp__error(GP_ERROR_COMM, func,
-                     "shared-memory segment %s is owned by uid %d, not by this user (%d): refusing "
-                     "to join a rendezvous someone else made",
-                     name, (int)st.st_uid, (int)geteuid());
-  if ((st.st_mode & 0777) != 0600)
-    return gp__error(GP_ERROR_COMM, func,
-                     "shared-memory segment %s has mode %03o, not 0600: refusing to join a "
-                     "rendezvous others can read or write",
-                     name, (unsigned)(st.st_mode & 0777));
-  gp__ctl_t h;
-  memset(&h, 0, sizeof h);
-  layout(&h, n, true);
-  while ((uint64_t)st.st_size < h.bytes) { /* the creator is reserving it */
-    if (gp__comm_now() >= deadline)
-      return gp__error(GP_ERROR_TIMEOUT, func, "segment %s never reached its size (%llu of %llu bytes)",
-                       name, (unsigned long long)st.st_size, (unsigned long long)h.bytes);
-    sleep_ms(1);
-    if (fstat(fd, &st) != 0)
-      return gp__error(GP_ERROR_COMM, func, "cannot stat segment %s: %s", name, strerror(errno));
-    if ((uint64_t)st.st_size > h.bytes) break;
-  }
-  if ((uint64_t)st.st_size != h.bytes)
-    return gp__error(GP_ERROR_INVALID_VALUE, func,
-                     "the clique of this id was made for another number of ranks (segment %s has "
-                     "%llu bytes, %d ranks need %llu): every rank must pass the same nranks",
-                     name, (unsigned long long)st.st_size, n, (unsigned long long)h.bytes);
-  void *p = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED)
-    return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name,
-                     strerror(errno));
-  gp__ctl_t *c = p;
-  while (atomic_load(&c->magic) != GP__CTL_MAGIC) {
-    if (gp__comm_now() >= deadline) {
-      munmap(p, h.bytes);
-      return gp__error(GP_ERROR_TIMEOUT, func, "segment %s was never initialised", name);
+/* Waits until the first rank has sized the segment (a bounded wait; its death ends it). */
+static gp_status_t wait_sized(gp__ctl_t *h, const char *name, double deadline, const char *func) {
+  double next_check = gp__comm_now() + 0.1;
+  for (;;) {
+    uint32_t sz = atomic_load(&h->sized);
+    if (sz == 1) return GP_SUCCESS;
+    if (sz == 2)
+      return gp__error(GP_ERROR_COMM, func, "rank %d, the first to arrive, could not size segment %s: %s",
+                       h->sizer_rank, name, atomic_load(&h->failed_ready) ? h->failed_msg : "?");
+    double now = gp__comm_now();
+    if (now >= deadline) {
+      shm_unlink(name);
+      return gp__error(GP_ERROR_TIMEOUT, func, "rank %d (process %d) never finished sizing segment %s",
+                       h->sizer_rank, (int)h->sizer_pid, name);
+    }
+    if (now >= next_check) {
+      next_check = now + 0.1;
+      if (h->sizer_pid && !gp__cpu_proc_alive(h->sizer_pid, h->sizer_start)) {
+        shm_unlink(name);
+        return gp__error(GP_ERROR_COMM, func, "rank %d (process %d) died while it sized segment %s",
+                         h->sizer_rank, (int)h->sizer_pid, name);
+      }
     }
     sleep_ms(1);
   }
-  if (c->version != GP__CTL_VERSION || c->nranks != n) {
-    int made = c->nranks;
-    munmap(p, h.bytes);
+}
+
+/* Checks the segment's header against the id; INVALID_VALUE when it is not this id's. */
+static gp_status_t check_header(const gp__ctl_t *h, const id_layout_t *l, const char *name, const char *func) {
+  if (atomic_load(&h->magic) != GP__CTL_MAGIC || h->version != GP__CTL_VERSION || h->shared != 1)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
-                     "the clique of this id was made for %d ranks by gpuport control-block version "
-                     "%u; this rank says %d ranks (version %u)",
-                     made, c->version, n, GP__CTL_VERSION);
-  }
-  *out = c;
+                     "shared-memory segment %s is not a gpuport rendezvous of control-block version %u "
+                     "(another program, or another gpuport version, made it): refusing to join it",
+                     name, GP__CTL_VERSION);
+  if (h->nonce != l->nonce)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "shared-memory segment %s belongs to another clique (its job nonce is not this "
+                     "id's): refusing to join it",
+                     name);
   return GP_SUCCESS;
 }
 
-/* Attaches to the segment the id names, creating it when first. */
-static gp_status_t shm_attach(const gp_comm_id_t *id, int n, double deadline, gp__ctl_t **out,
+/* Opens the segment the id names after checking who made it (*fd, or an error). */
+static gp_status_t open_segment(const char *name, const id_layout_t *l, int *fd, const char *func) {
+  *fd = shm_open(name, O_RDWR | O_CLOEXEC, 0); /* glibc adds O_NOFOLLOW */
+  if (*fd < 0 && errno == ENOENT)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "no clique is forming for this id on this host (no segment %s): an id serves one "
+                     "communicator and its clique has already formed or failed, or the process that "
+                     "made it (pid %d) has exited, or it was made on another host; make a new id with "
+                     "gp_comm_get_unique_id for every communicator",
+                     name, (int)l->creator_pid);
+  if (*fd < 0)
+    return gp__error(GP_ERROR_COMM, func, "cannot open shared-memory segment %s: %s", name, strerror(errno));
+  struct stat st;
+  gp_status_t s = GP_SUCCESS;
+  if (fstat(*fd, &st) != 0)
+    s = gp__error(GP_ERROR_COMM, func, "cannot stat segment %s: %s", name, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    s = gp__error(GP_ERROR_COMM, func, "%s in /dev/shm is not a shared-memory segment: refusing to join it", name);
+  else if (st.st_uid != geteuid())
+    s = gp__error(GP_ERROR_COMM, func,
+                  "shared-memory segment %s is owned by uid %d, not by this user (%d): refusing to join a "
+                  "rendezvous someone else made",
+                  name, (int)st.st_uid, (int)geteuid());
+  else if ((st.st_mode & 0777) != 0600)
+    s = gp__error(GP_ERROR_COMM, func,
+                  "shared-memory segment %s has mode %03o, not 0600: refusing to join a rendezvous others "
+                  "can read or write",
+                  name, (unsigned)(st.st_mode & 0777));
+  else if ((uint64_t)st.st_size < GP__CTL_HEADER_BYTES)
+    s = gp__error(GP_ERROR_INVALID_VALUE, func,
+                  "shared-memory segment %s has %llu bytes, less than a rendezvous header: refusing to join it",
+                  name, (unsigned long long)st.st_size);
+  if (s != GP_SUCCESS) {
+    close(*fd);
+    *fd = -1;
+  }
+  return s;
+}
+
+/* With the header mapped and checked: this rank sizes the segment when it is the first,
+ * else it must bring the first one's nranks and waits for the sizing. */
+static gp_status_t claim_size(int fd, gp__ctl_t *h, const char *name, int n, int rank, double deadline,
+                              const char *func) {
+  int32_t first = 0;
+  if (atomic_compare_exchange_strong(&h->claim, &first, n)) return size_segment(fd, h, name, n, rank, func);
+  if (first == n) return wait_sized(h, name, deadline, func);
+  char note[120];
+  snprintf(note, sizeof note, "process %d said nranks = %d for rank %d (the clique has %d)", (int)getpid(), n, rank,
+           first);
+  return refuse(h, note, func,
+                "rank %d (process %d) says nranks = %d, but the clique of this id was made for %d ranks (by "
+                "the first rank to arrive): every rank must pass the same nranks",
+                rank, (int)getpid(), n, first);
+}
+
+/* Opens the segment the id names, sizes it when this rank is the first, and maps it. A
+ * refused arrival leaves the segment to the clique that is forming. */
+static gp_status_t shm_attach(const gp_comm_id_t *id, int n, int rank, double deadline, gp__ctl_t **out,
                               const char *func) {
   char name[64];
   gp__cpu_comm_shm_name(id, name, sizeof name);
-  for (;;) {
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      gp_status_t s = shm_create(fd, name, n, out, func);
-      close(fd);
-      if (s != GP_SUCCESS) shm_unlink(name);
-      return s;
-    }
-    if (errno != EEXIST)
-      return gp__error(GP_ERROR_COMM, func, "cannot create shared-memory segment %s: %s", name,
-                       strerror(errno));
-    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd >= 0) {
-      gp_status_t s = shm_open_existing(fd, name, n, deadline, out, func);
-      close(fd);
-      return s;
-    }
-    if (errno != ENOENT)
-      return gp__error(GP_ERROR_COMM, func, "cannot open shared-memory segment %s: %s", name,
-                       strerror(errno));
-    /* Unlinked between our two opens: a clique that completed or gave up. Try again: we
-     * then make a new segment and wait there (and time out if the clique is gone). */
-    if (gp__comm_now() >= deadline)
-      return gp__error(GP_ERROR_TIMEOUT, func, "could not attach to segment %s", name);
+  id_layout_t l = id_read(id);
+  int fd = -1;
+  GP__TRY(open_segment(name, &l, &fd, func));
+  gp_status_t s = GP_SUCCESS;
+  void *hp = mmap(NULL, GP__CTL_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (hp == MAP_FAILED) {
+    s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
+    close(fd);
+    return s;
   }
+  gp__ctl_t *h = hp;
+  s = check_header(h, &l, name, func);
+  if (s == GP_SUCCESS) s = claim_size(fd, h, name, n, rank, deadline, func);
+  uint64_t bytes = h->bytes;
+  struct stat st;
+  if (s == GP_SUCCESS && (fstat(fd, &st) != 0 || (uint64_t)st.st_size != bytes))
+    s = gp__error(GP_ERROR_COMM, func, "segment %s does not have the size of its clique (%llu bytes)", name,
+                  (unsigned long long)bytes);
+  void *p = s == GP_SUCCESS ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (s == GP_SUCCESS && p == MAP_FAILED)
+    s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
+  munmap(h, GP__CTL_HEADER_BYTES);
+  close(fd);
+  if (s == GP_SUCCESS) *out = (gp__ctl_t *)p;
+  return s;
+}
+
+/* ---- the ids this process made, and segments that can never complete -------------------- */
+
+static pthread_mutex_t g_made_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_made[64][64]; /* names of segments this process made */
+static int g_made_n;
+static pid_t g_made_pid;
+
+/* At exit (or when the library is unloaded), the rendezvous this process still holds
+ * open end: ranks arriving later find no segment. A forked child has its own list. */
+__attribute__((destructor)) static void made_cleanup(void) {
+  pthread_mutex_lock(&g_made_mu);
+  if (g_made_pid == getpid())
+    for (int i = 0; i < g_made_n; i++) shm_unlink(g_made[i]);
+  g_made_n = 0;
+  pthread_mutex_unlock(&g_made_mu);
+}
+
+static bool segment_exists(const char *name) {
+  char path[96];
+  snprintf(path, sizeof path, "/dev/shm%s", name);
+  return access(path, F_OK) == 0;
+}
+
+static void made_add(const char *name) {
+  pthread_mutex_lock(&g_made_mu);
+  if (g_made_pid != getpid()) { /* first use, or a forked child */
+    g_made_pid = getpid();
+    g_made_n = 0;
+  }
+  if (g_made_n == (int)(sizeof g_made / sizeof g_made[0])) {
+    int k = 0; /* forget the rendezvous that ended (their names are gone) */
+    for (int i = 0; i < g_made_n; i++)
+      if (segment_exists(g_made[i])) memmove(g_made[k++], g_made[i], sizeof g_made[0]);
+    g_made_n = k;
+  }
+  if (g_made_n == (int)(sizeof g_made / sizeof g_made[0])) { /* the oldest is left to the sweep */
+    memmove(g_made[0], g_made[1], sizeof g_made[0] * (size_t)(g_made_n - 1));
+    g_made_n--;
+  }
+  snprintf(g_made[g_made_n++], sizeof g_made[0], "%s", name);
+  pthread_mutex_unlock(&g_made_mu);
+}
+
+static bool is_segment_name(const char *n) {
+  if (strncmp(n, "gpuport-", 8) != 0 || strlen(n) != 8 + 32) return false;
+  for (const char *p = n + 8; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}
+
+/* Whether a segment (already checked: ours, 0600, bytes long) can never complete. Its
+ * contents are only this user's to write, but are checked before they are used. */
+static bool segment_stale(gp__ctl_t *h, uint64_t bytes, time_t mtime, uint64_t pidns) {
+  if (atomic_load(&h->magic) != GP__CTL_MAGIC) return time(NULL) - mtime > 60; /* a maker killed while it made it */
+  if (h->version != GP__CTL_VERSION || h->shared != 1 || h->maker_pidns != pidns) return false;
+  bool maker_dead = !gp__cpu_proc_alive(h->maker_pid, h->maker_start);
+  uint32_t sized = atomic_load(&h->sized);
+  if (atomic_load(&h->claim) == 0) return maker_dead;
+  if (sized != 1) return sized == 2 || (maker_dead && !gp__cpu_proc_alive(h->sizer_pid, h->sizer_start));
+  gp__ctl_t l;
+  memset(&l, 0, sizeof l);
+  int n = h->nranks;
+  if (n < 2 || n > GP__CPU_MAX_RANKS) return false;
+  layout(&l, n, true);
+  if (l.bytes != h->bytes || l.bytes != bytes || l.slots_off != h->slots_off) return false;
+  bool claimed = false;
+  for (int r = 0; r < n; r++) {
+    gp__slot_t *s = (gp__slot_t *)((char *)h + l.slots_off) + r;
+    uint32_t state = atomic_load(&s->state);
+    if (state != GP__SLOT_JOINING && state != GP__SLOT_JOINED) continue;
+    claimed = true;
+    if (s->pid > 0 && s->pidns == pidns && !gp__cpu_proc_alive(s->pid, s->starttime))
+      return true; /* a claimed rank died: the clique can never form */
+  }
+  return !claimed && maker_dead;
+}
+
+/* Removes this user's rendezvous segments that can never complete (ranks that all died
+ * during initialisation leave theirs: nobody else would remove it). */
+static void sweep_stale(void) {
+  DIR *d = opendir("/dev/shm");
+  if (d == NULL) return;
+  uint64_t pidns = gp__cpu_pidns();
+  gp__ctl_t big;
+  memset(&big, 0, sizeof big);
+  layout(&big, GP__CPU_MAX_RANKS, true);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!is_segment_name(e->d_name)) continue;
+    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st;
+    bool stale = false;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 0777) == 0600 &&
+        (uint64_t)st.st_size >= GP__CTL_HEADER_BYTES && (uint64_t)st.st_size <= big.bytes) {
+      void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+      if (p != MAP_FAILED) {
+        stale = segment_stale((gp__ctl_t *)p, (uint64_t)st.st_size, st.st_mtime, pidns);
+        munmap(p, (size_t)st.st_size);
+      }
+    }
+    close(fd);
+    if (stale) {
+      char name[64];
+      snprintf(name, sizeof name, "/%.48s", e->d_name); /* is_segment_name: 40 characters */
+      shm_unlink(name);
+      GP__INFO(GP__SUB_COMM, "removed shared-memory segment %s: its rendezvous can never complete", name);
+    }
+  }
+  closedir(d);
+}
+
+/* The id's segment: just the header, with the nonce and the maker. */
+static gp_status_t make_segment(const id_layout_t *l, const char *name) {
+  const char *func = "gp_comm_get_unique_id";
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return gp__error(errno == EEXIST ? GP_ERROR_INTERNAL : GP_ERROR_COMM, func,
+                     "cannot create shared-memory segment %s: %s", name, strerror(errno));
+  gp_status_t s = GP_SUCCESS;
+  int e = fchmod(fd, 0600) == 0 ? posix_fallocate(fd, 0, GP__CTL_HEADER_BYTES) : errno;
+  if (e != 0)
+    s = gp__error(e == ENOSPC ? GP_ERROR_OUT_OF_MEMORY : GP_ERROR_COMM, func,
+                  "cannot reserve shared-memory segment %s: %s%s", name, strerror(e),
+                  e == ENOSPC ? " (/dev/shm is full; in a container, raise --shm-size)" : "");
+  void *p = s == GP_SUCCESS ? mmap(NULL, GP__CTL_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                            : MAP_FAILED;
+  if (s == GP_SUCCESS && p == MAP_FAILED)
+    s = gp__error(GP_ERROR_OUT_OF_MEMORY, func, "cannot map segment %s: %s", name, strerror(errno));
+  if (s == GP_SUCCESS) {
+    gp__ctl_t *h = p;
+    h->version = GP__CTL_VERSION;
+    h->shared = 1;
+    h->bytes = GP__CTL_HEADER_BYTES;
+    h->nonce = l->nonce;
+    h->maker_pid = (int32_t)getpid();
+    h->maker_start = gp__cpu_proc_starttime(getpid());
+    h->maker_pidns = gp__cpu_pidns();
+    atomic_store(&h->magic, GP__CTL_MAGIC);
+    munmap(p, GP__CTL_HEADER_BYTES);
+    made_add(name);
+  } else {
+    shm_unlink(name);
+  }
+  close(fd);
+  return s;
 }
 
 /* ---- ranks ------------------------------------------------------------------------------ */
@@ -312,13 +565,26 @@ static void cc_wake(gp__cpu_comm_t *cc) {
   pthread_mutex_unlock(&cc->mu);
 }
 
-/* Fills this rank's slot and counts it in; the last rank in unlinks the segment's name. */
+/* Fills this rank's slot and counts it in; the last rank in unlinks the segment's name,
+ * which consumes the id. A slot another process holds is refused (two processes say they
+ * are this rank); the clique that is forming goes on. */
 static gp_status_t join(gp__cpu_comm_t *cc, const char *shm_name, const char *func) {
   gp__slot_t *s = gp__ctl_slot(cc->ctl, cc->me);
   uint32_t free_state = GP__SLOT_FREE;
-  if (!atomic_compare_exchange_strong(&s->state, &free_state, GP__SLOT_JOINING))
-    return gp__error(GP_ERROR_INVALID_VALUE, func,
-                     "rank %d joined the clique twice: each rank passes the id once", cc->me);
+  if (!atomic_compare_exchange_strong(&s->state, &free_state, GP__SLOT_JOINING)) {
+    if (free_state == GP__SLOT_JOINING) sleep_ms(1); /* its identity is being written */
+    uint64_t tok = s->proc_token;
+    if (!shm_name || tok == gp__cpu_proc_token())
+      return gp__error(GP_ERROR_INVALID_VALUE, func,
+                       "rank %d joined the clique twice: each rank passes the id once", cc->me);
+    char note[120];
+    snprintf(note, sizeof note, "process %d claimed rank %d, already claimed by process %d", (int)getpid(), cc->me,
+             (int)s->pid);
+    return refuse(cc->ctl, note, func,
+                  "rank %d (process %d) is already claimed by process %d: two processes passed this id "
+                  "as rank %d (two jobs sharing one id, or a launcher bug); each rank number joins once",
+                  cc->me, (int)getpid(), (int)s->pid, cc->me);
+  }
   s->pid = (int32_t)getpid();
   s->starttime = gp__cpu_proc_starttime(getpid());
   s->pidns = gp__cpu_pidns();
@@ -351,17 +617,25 @@ static gp_status_t settle(gp__cpu_comm_t *cc, const char *func) {
   return GP_SUCCESS;
 }
 
-/* Joins the clique the id names; on failure the rank holds no block. */
+/* Joins the clique the id names; on failure the rank holds no block. A refused arrival
+ * leaves the clique to the ranks that are forming it; any other failure ends the
+ * rendezvous (the name goes: the id is consumed). */
 static gp_status_t rendezvous(gp__cpu_comm_t *cc, const gp_comm_id_t *id, const char *func) {
   double deadline = gp__comm_now() + cc->base->timeout_s;
   char name[64];
   gp__cpu_comm_shm_name(id, name, sizeof name);
-  GP__TRY(shm_attach(id, cc->n, deadline, &cc->ctl, func));
+  GP__TRY(shm_attach(id, cc->n, cc->me, deadline, &cc->ctl, func));
   gp_status_t st = join(cc, name, func);
-  if (st == GP_SUCCESS) st = gp__cpu_comm_wait_joined(cc, deadline, func);
+  if (st != GP_SUCCESS) {
+    cc_release_ctl(cc);
+    return st;
+  }
+  st = gp__cpu_comm_wait_joined(cc, deadline, func);
   if (st == GP_SUCCESS) st = settle(cc, func);
   if (st != GP_SUCCESS) {
     shm_unlink(name); /* a failed clique leaves nothing behind (ENOENT when already gone) */
+    atomic_store(&gp__ctl_slot(cc->ctl, cc->me)->state, GP__SLOT_LEFT);
+    gp__cpu_comm_ring_all(cc);
     cc_release_ctl(cc);
   }
   return st;
@@ -417,12 +691,24 @@ static void *init_main(void *arg) {
 }
 
 static gp_status_t cpu_unique_id(gp_comm_id_t *id) {
+  sweep_stale();
   id_layout_t l;
-  memset(&l, 0, sizeof l);
-  memcpy(l.magic, ID_MAGIC, 8);
-  l.version = ID_VERSION;
-  l.creator_pid = (int32_t)getpid();
-  random_bytes(l.secret, sizeof l.secret);
+  gp_status_t st = GP_ERROR_INTERNAL;
+  for (int attempt = 0; attempt < 4 && st == GP_ERROR_INTERNAL; attempt++) {
+    memset(&l, 0, sizeof l);
+    memcpy(l.magic, ID_MAGIC, 8);
+    l.version = ID_VERSION;
+    l.creator_pid = (int32_t)getpid();
+    random_bytes(l.secret, sizeof l.secret);
+    while (l.nonce == 0) random_bytes(&l.nonce, sizeof l.nonce);
+    gp_comm_id_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    memcpy(tmp.internal, &l, sizeof l);
+    char name[64];
+    gp__cpu_comm_shm_name(&tmp, name, sizeof name);
+    st = make_segment(&l, name); /* INTERNAL: the name exists (a collision): another secret */
+  }
+  if (st != GP_SUCCESS) return st;
   memset(id, 0, sizeof(*id));
   memcpy(id->internal, &l, sizeof l);
   return GP_SUCCESS;

@@ -39,7 +39,10 @@ extern "C" {
 /* Ranks of one clique on the cpu engine: the most virtual devices, and a bound that keeps a
  * host segment (staging plus a channel per ordered pair) within ~100 MiB. */
 #define GP__CPU_MAX_RANKS 64
-#define GP__CTL_VERSION 1u
+#define GP__CTL_VERSION 2u
+/* The part of a segment the id's maker writes (gp_comm_get_unique_id): the control
+ * block's header, before the first rank sizes the segment for its clique. */
+#define GP__CTL_HEADER_BYTES 4096u
 
 /* A pseudo collective for gp_comm_split's exchange, so a split that meets a collective
  * on another rank is reported as a mismatch. */
@@ -100,6 +103,20 @@ typedef struct gp__ctl {
   _Atomic uint32_t failed_ready; /* failed_msg is written */
   int32_t failed_rank;
   char failed_msg[320];
+  /* Segments only (comm_cpu.c, "Rendezvous"). Written by the id's maker: */
+  uint64_t nonce;                 /* the id's job nonce: a segment of another id is foreign */
+  int32_t maker_pid;              /* the process that made the id, its start time and pid namespace */
+  uint64_t maker_start, maker_pidns;
+  /* Written by the first rank to arrive, which sizes the segment for its nranks: */
+  _Atomic int32_t claim;          /* 0, then that rank's nranks (compare-and-swap) */
+  _Atomic uint32_t sized;         /* 0 sizing, 1 sized (layout above valid), 2 the sizing failed */
+  int32_t sizer_pid, sizer_rank;
+  uint64_t sizer_start;
+  /* Arrivals refused (a duplicate rank, another nranks), for the timeout's message: */
+  _Atomic uint32_t refused;
+  _Atomic uint32_t refused_claim; /* the first refused rank writes refused_msg */
+  _Atomic uint32_t refused_ready;
+  char refused_msg[240];
 } gp__ctl_t;
 
 /* One rank. */
@@ -157,6 +174,8 @@ gp__ctl_t *gp__cpu_ctl_new_local(int nranks);
 uint64_t gp__cpu_proc_token(void);
 uint64_t gp__cpu_proc_starttime(int pid);
 uint64_t gp__cpu_pidns(void);
+/* False only when process pid (started at starttime, 0: unknown) is known to be gone. */
+bool gp__cpu_proc_alive(int pid, uint64_t starttime);
 
 /* ---- reductions (comm_reduce.c) -------------------------------------------------------- */
 

@@ -129,22 +129,57 @@ uint64_t gp__cpu_proc_starttime(int pid) {
   return proc_stat(pid, &st, &t) ? t : 0;
 }
 
-/* False only when the peer's process is known to be gone (exited, killed, a zombie, or
- * its pid now names another process). */
-static bool peer_alive(const gp__slot_t *s) {
+/* False only when the process is known to be gone (exited, killed, a zombie, or its pid
+ * now names another process). */
+bool gp__cpu_proc_alive(int pid, uint64_t starttime) {
   char st = 0;
   uint64_t start = 0;
-  if (!proc_stat(s->pid, &st, &start)) {
+  if (pid <= 0) return true;
+  if (!proc_stat(pid, &st, &start)) {
     if (gp__cpu_proc_starttime(getpid()) == 0) return true; /* no /proc: cannot tell */
     return false;
   }
   if (st == 'Z' || st == 'X' || st == 'x') return false;
-  return s->starttime == 0 || start == s->starttime;
+  return starttime == 0 || start == starttime;
 }
+
+static bool peer_alive(const gp__slot_t *s) { return gp__cpu_proc_alive(s->pid, s->starttime); }
 
 /* ---- waits ---------------------------------------------------------------------------------------- */
 
 typedef bool (*ready_fn)(op_t *o, const void *arg);
+
+/* The wait's deadline passed: who was waited for, and why it may not have come. */
+static gp_status_t deadline_passed(op_t *o) {
+  gp__cpu_comm_t *cc = o->cc;
+  char call[96] = "initialisation";
+  if (o->call)
+    snprintf(call, sizeof call, "%s (call #%llu)", gp__coll_name(o->call->coll),
+             (unsigned long long)o->call->seq);
+  else if (o->func && strstr(o->func, "split"))
+    snprintf(call, sizeof call, "the split");
+  const char *hint = "GP_COMM_TIMEOUT_S or gp_comm_config_t.timeout_s sets the timeout";
+  if (o->call || (o->func && strstr(o->func, "split")) || o->waiting_for < 0)
+    return gp__cpu_comm_fail_clique(cc, GP_ERROR_TIMEOUT, o->func,
+                                    "rank %d of %d waited %.3g s (the communicator's timeout) in %s for "
+                                    "rank %d, which is alive but has not arrived (%s)",
+                                    cc->me, cc->n, cc->base->timeout_s, call, o->waiting_for, hint);
+  /* Initialisation: the rank may never have come. */
+  gp__ctl_t *ctl = cc->ctl;
+  uint32_t state = atomic_load(&slot(o, o->waiting_for)->state);
+  char refused[300] = "";
+  uint32_t nref = atomic_load(&ctl->refused);
+  if (nref && atomic_load(&ctl->refused_ready))
+    snprintf(refused, sizeof refused, "; %u arrival%s refused (%.200s%s)", nref, nref == 1 ? "" : "s", ctl->refused_msg,
+             nref > 1 ? ", ..." : "");
+  return gp__cpu_comm_fail_clique(cc, GP_ERROR_TIMEOUT, o->func,
+                                  "rank %d of %d waited %.3g s (the communicator's timeout) in initialisation "
+                                  "for rank %d, which %s%s (GP_COMM_TIMEOUT_S or gp_comm_config_t.timeout_s)",
+                                  cc->me, cc->n, cc->base->timeout_s, o->waiting_for,
+                                  state == GP__SLOT_FREE ? "has not joined: no process has claimed it"
+                                                         : "has not finished joining",
+                                  refused);
+}
 
 /* Checks the clique: a recorded failure, the deadline, departed or dead peers. */
 static gp_status_t health(op_t *o) {
@@ -152,37 +187,31 @@ static gp_status_t health(op_t *o) {
   int32_t failed = atomic_load(&cc->ctl->failed);
   if (failed) return report_clique_failure(o, failed);
   double now = gp__comm_now();
-  if (now >= o->deadline) {
-    char call[96] = "initialisation";
-    if (o->call)
-      snprintf(call, sizeof call, "%s (call #%llu)", gp__coll_name(o->call->coll),
-               (unsigned long long)o->call->seq);
-    else if (o->func && strstr(o->func, "split"))
-      snprintf(call, sizeof call, "the split");
-    return gp__cpu_comm_fail_clique(
-        cc, GP_ERROR_TIMEOUT, o->func,
-        "rank %d of %d waited %.3g s (the communicator's timeout) in %s for rank %d, which is "
-        "alive but has not arrived (GP_COMM_TIMEOUT_S or gp_comm_config_t.timeout_s sets the "
-        "timeout)",
-        cc->me, cc->n, cc->base->timeout_s, call, o->waiting_for);
-  }
+  if (now >= o->deadline) return deadline_passed(o);
   if (now < cc->next_health) return GP_SUCCESS;
   cc->next_health = now + HEALTH_PERIOD_S;
   gp__slot_t *me = slot(o, cc->me);
+  int left = -1;
   for (int r = 0; r < cc->n; r++) {
     if (r == cc->me || !(o->need >> r & 1)) continue;
     gp__slot_t *s = slot(o, r);
     uint32_t state = atomic_load(&s->state);
-    if (state == GP__SLOT_LEFT)
-      return gp__cpu_comm_fail_clique(cc, GP_ERROR_COMM, o->func,
-                                      "rank %d left the clique (its communicator was destroyed) "
-                                      "while rank %d still needed it",
-                                      r, cc->me);
+    if (state == GP__SLOT_LEFT && left < 0) left = r;
     if (state == GP__SLOT_JOINED && s->proc_token != me->proc_token && s->pidns == me->pidns &&
         !peer_alive(s))
       return gp__cpu_comm_fail_clique(cc, GP_ERROR_COMM, o->func,
                                       "rank %d (process %d) died: its process exited or was killed",
                                       r, (int)s->pid);
+  }
+  if (left >= 0) {
+    /* A rank that gave up on a failure records it before it leaves: that failure is the
+     * cause (read after its departure, so it is seen), not the departure. */
+    failed = atomic_load(&cc->ctl->failed);
+    if (failed) return report_clique_failure(o, failed);
+    return gp__cpu_comm_fail_clique(cc, GP_ERROR_COMM, o->func,
+                                    "rank %d left the clique (its communicator was destroyed) "
+                                    "while rank %d still needed it",
+                                    left, cc->me);
   }
   return GP_SUCCESS;
 }

@@ -20,6 +20,8 @@
 #include "cpu/exec.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -123,6 +125,20 @@ typedef struct job {
   const char *g_file;
   int g_line;
   gp__cpu_uint3_t g_ended_block;
+  /* the launch watchdog (GP_LAUNCH_TIMEOUT_S): stop (atomic) asks every block to end at
+   * its next sync point, or, in kernel code, at the watchdog's signal; the executable
+   * segments of the kernel's object, where that signal may abandon a GPU thread */
+  double timeout_s;
+  int stop;
+  int status; /* the status of the first failure: GP_ERROR_LAUNCH_FAILED or GP_ERROR_TIMEOUT */
+  unsigned ntext;
+  uintptr_t text_lo[4], text_hi[4];
+  /* kernel printf: the launch's record buffer (atomic pointer, mapped at the first
+   * printf), its capacity, the bytes reserved (atomic), what did not fit */
+  unsigned char *pbuf;
+  size_t pcap, pused;
+  unsigned pdropped;
+  size_t pdropped_bytes;
   char msg[1024];
 } job_t;
 
@@ -131,6 +147,10 @@ typedef struct worker {
   gp__fiber_t lead; /* runs blocks */
   gp__fiber_t *cur, *prev;
   job_t *job;
+  /* Read by the signal handlers of this OS thread: kernel code runs (set around the
+   * kernel's body, cleared inside every executor entry point it calls); the dialect's
+   * printf formats its arguments. */
+  volatile sig_atomic_t in_kernel, in_format;
   const struct gp_kernel_s *k;
   void **args;
   unsigned n, ws, lead_tid, live;
@@ -192,8 +212,9 @@ static struct {
   pthread_cond_t work, done;
   job_t *jobs;
   int started;
-  int nthreads; /* pool threads running */
-} g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0};
+  int nthreads; /* pool threads running (atomic for readers without mu) */
+  pthread_t tids[512]; /* each written before nthreads counts it */
+} g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, {0}};
 /* Cooperative grids run one at a time: each needs every one of its blocks on an OS
  * thread at once, and two that each hold part of the pool would wait for each other. */
 static pthread_mutex_t g_coop_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -220,6 +241,7 @@ static void worker_free(void *p) {
   free(w);
 }
 
+static void wd_atfork_child(void);
 static void atfork_prepare(void) { pthread_mutex_lock(&g_pool.mu); }
 static void atfork_parent(void) { pthread_mutex_unlock(&g_pool.mu); }
 /* The child has only the forking thread: the pool starts afresh at its next launch. */
@@ -231,6 +253,7 @@ static void atfork_child(void) {
   g_pool.started = 0;
   g_pool.nthreads = 0;
   pthread_mutex_init(&g_coop_mu, NULL);
+  wd_atfork_child();
 }
 
 /* ---- faults of GPU threads: SIGSEGV / SIGBUS ------------------------------------------ */
@@ -240,10 +263,48 @@ static void atfork_child(void) {
  * naming the kernel, block and thread, and abandons the block by switching to the OS
  * thread's own stack, as a trap does. Faults outside a kernel, or while the OS thread
  * runs the executor on its own stack, go to the handler installed before. Under
- * AddressSanitizer only stack overflows are taken: its report of a bad access is better. */
-static struct sigaction g_old_segv, g_old_bus;
+ * AddressSanitizer only stack overflows and faults inside the dialect's printf are
+ * taken: its report of a bad access is better.
+ *
+ * The handlers use only async-signal-safe operations (POSIX.1-2017, 2.4.3): the report
+ * is built by the sbuf_* helpers below, never by the stdio formatting functions, and
+ * nothing is allocated. A fault inside a C library function the kernel called itself
+ * (free, fprintf) still leaves whatever lock that function held: the dialect's printf
+ * formats into a string (vsnprintf takes no stdio lock) and kernels have no other
+ * business in the C library's locked state. */
+static struct sigaction g_old_segv, g_old_bus, g_old_urg;
 static GP__NORETURN void fail_block(worker_t *w, const gp__cpu_uint3_t *thread, const char *fmt, ...)
     GP__PRINTF(3, 4);
+static GP__NORETURN void fail_block_safe(worker_t *w, const gp__cpu_uint3_t *thread, const char *what);
+
+/* A bounded string built without stdio (signal handlers). */
+typedef struct sbuf {
+  char *p;
+  size_t cap, len;
+} sbuf_t;
+
+static void sbuf_str(sbuf_t *b, const char *s) {
+  while (s && *s && b->len + 1 < b->cap) b->p[b->len++] = *s++;
+  if (b->cap) b->p[b->len < b->cap ? b->len : b->cap - 1] = '\0';
+}
+
+static void sbuf_dec(sbuf_t *b, unsigned long long v) {
+  char t[24];
+  int i = (int)sizeof t - 1;
+  t[i] = '\0';
+  do t[--i] = (char)('0' + v % 10); while ((v /= 10) && i > 0);
+  sbuf_str(b, t + i);
+}
+
+static void sbuf_hex(sbuf_t *b, unsigned long long v) {
+  char t[24];
+  int i = (int)sizeof t - 1;
+  t[i] = '\0';
+  do t[--i] = "0123456789abcdef"[v & 15]; while ((v >>= 4) && i > 2);
+  t[--i] = 'x';
+  t[--i] = '0';
+  sbuf_str(b, t + i);
+}
 
 static void altstack_install(worker_t *w) {
   stack_t cur;
@@ -270,32 +331,64 @@ static bool is_overflow(const gp__fiber_t *f, uintptr_t addr, uintptr_t sp) {
   return sp < top + 256 && sp + ((uintptr_t)1 << 20) > lo && addr < top && addr + ((uintptr_t)1 << 20) > lo;
 }
 
-static void fault_handler(int sig, siginfo_t *si, void *uctx) {
-  worker_t *w = t_worker;
-  if (w && w->job && w->cur && w->cur != &w->sup) {
-    uintptr_t addr = (uintptr_t)si->si_addr, sp = 0;
+static uintptr_t context_sp(void *uctx) {
 #if defined(__x86_64__)
-    sp = (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
+  return (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
 #elif defined(__aarch64__)
-    sp = (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.sp;
+  return (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.sp;
+#else
+  (void)uctx;
+  return 0;
 #endif
-    if (is_overflow(w->cur, addr, sp))
-      fail_block(w, &gp__cpu_tls.thread_idx,
-                 "stack overflow of the GPU thread (%zu-byte stack; GP_CPU_STACK_KB sets it)",
-                 w->cur->stack_size);
-#ifndef GP__ASAN
-    fail_block(w, &gp__cpu_tls.thread_idx, "invalid memory access at address %p (%s)", si->si_addr,
-               sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+}
+
+static uintptr_t context_pc(void *uctx) {
+#if defined(__x86_64__)
+  return (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.pc;
+#else
+  (void)uctx;
+  return 0;
 #endif
-  }
-  const struct sigaction *old = sig == SIGBUS ? &g_old_bus : &g_old_segv;
+}
+
+static void chain(int sig, siginfo_t *si, void *uctx, const struct sigaction *old) {
   if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
     old->sa_sigaction(sig, si, uctx);
   } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
     old->sa_handler(sig);
-  } else {
+  } else if (sig == SIGSEGV || sig == SIGBUS) {
     signal(sig, SIG_DFL); /* the faulting instruction runs again and takes the default action */
   }
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *uctx) {
+  worker_t *w = t_worker;
+  if (w && w->job && w->cur && w->cur != &w->sup) {
+    w->in_kernel = 0; /* the watchdog's signal must not abandon this handler half way */
+    uintptr_t addr = (uintptr_t)si->si_addr;
+    char what[192];
+    sbuf_t b = {what, sizeof what, 0};
+    if (is_overflow(w->cur, addr, context_sp(uctx))) {
+      sbuf_str(&b, "stack overflow of the GPU thread (");
+      sbuf_dec(&b, w->cur->stack_size);
+      sbuf_str(&b, "-byte stack; GP_CPU_STACK_KB sets it)");
+      fail_block_safe(w, &gp__cpu_tls.thread_idx, what);
+    }
+#ifdef GP__ASAN
+    if (w->in_format) {
+#endif
+      sbuf_str(&b, "invalid memory access at address ");
+      sbuf_hex(&b, addr);
+      sbuf_str(&b, sig == SIGBUS ? " (SIGBUS)" : " (SIGSEGV)");
+      if (w->in_format) sbuf_str(&b, " while formatting printf's arguments");
+      fail_block_safe(w, &gp__cpu_tls.thread_idx, what);
+#ifdef GP__ASAN
+    }
+#endif
+  }
+  chain(sig, si, uctx, sig == SIGBUS ? &g_old_bus : &g_old_segv);
 }
 
 static void fault_handler_install(void) {
@@ -309,6 +402,48 @@ static void fault_handler_install(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &g_old_segv);
   sigaction(SIGBUS, &sa, &g_old_bus);
+}
+
+/* ---- the launch watchdog's signal ---------------------------------------------------------- */
+/* A GPU thread in a loop without a sync point never reaches the executor, so the
+ * watchdog sends GP__WATCHDOG_SIGNAL to the OS threads running a launch that timed out.
+ * The handler abandons the block, as a fault does, only where that is safe: the OS
+ * thread runs kernel code (in_kernel: not the executor, whose state may be half
+ * updated, nor a dialect call) and the interrupted instruction lies in an executable
+ * segment of the kernel's own object (not in the C library or any other library the
+ * kernel called, which may hold a lock). Elsewhere it returns, and the block stops at
+ * its next sync point, or at the watchdog's next signal (every 50 ms). The signal is
+ * SIGURG, as Go's preemption: its default action is to ignore it, and programs rarely
+ * use it; one the watchdog did not send goes to the handler installed before. */
+#define GP__WATCHDOG_SIGNAL SIGURG
+
+static bool pc_in_kernel(const job_t *j, uintptr_t pc) {
+  for (unsigned i = 0; i < j->ntext; i++)
+    if (pc >= j->text_lo[i] && pc < j->text_hi[i]) return true;
+  return false;
+}
+
+static void watchdog_handler(int sig, siginfo_t *si, void *uctx) {
+  int saved = errno;
+  worker_t *w = t_worker;
+  bool ours = si->si_code == SI_TKILL && si->si_pid == getpid();
+  if (ours && w && w->in_kernel && w->job && w->cur && w->cur != &w->sup &&
+      __atomic_load_n(&w->job->stop, __ATOMIC_ACQUIRE) && pc_in_kernel(w->job, context_pc(uctx))) {
+    w->in_kernel = 0;
+    fail_block_safe(w, &gp__cpu_tls.thread_idx, "stopped by the launch watchdog");
+  }
+  errno = saved;
+  if (!ours) chain(sig, si, uctx, &g_old_urg);
+}
+
+static void watchdog_handler_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = watchdog_handler;
+  /* SA_RESTART: a system call the signal interrupts (a pool thread's wait) goes on. */
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(GP__WATCHDOG_SIGNAL, &sa, &g_old_urg);
 }
 
 static void init_once(void) {
@@ -412,10 +547,218 @@ static void pool_start_locked(void) {
   for (int i = 0; i < n; i++) {
     pthread_t t;
     if (pthread_create(&t, &attr, helper_main, NULL) != 0) break;
-    g_pool.nthreads++;
+    g_pool.tids[g_pool.nthreads] = t;
+    __atomic_store_n(&g_pool.nthreads, g_pool.nthreads + 1, __ATOMIC_RELEASE);
   }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- the launch watchdog -------------------------------------------------------------- */
+static bool job_claim_failure(job_t *j, gp_status_t status);
+static void job_publish_failure(job_t *j);
+
+/* GP_LAUNCH_TIMEOUT_S (seconds, off when unset or 0) bounds every launch: a thread of
+ * the process (started at the first launch that has a timeout) keeps the running
+ * launches by deadline. At a launch's deadline it fails the launch with
+ * GP_ERROR_TIMEOUT naming the kernel, sets its stop flag (every block ends at its next
+ * sync point; no new block starts) and sends GP__WATCHDOG_SIGNAL to the launch's OS
+ * threads every 50 ms until the launch has ended (a GPU thread spinning in kernel code
+ * is abandoned there). The OS threads, the executor and the library stay usable, as
+ * after a trap. */
+typedef struct wd_entry {
+  job_t *j;
+  pthread_t owner;   /* the launching thread (pool threads are signalled too) */
+  double deadline;   /* CLOCK_MONOTONIC seconds */
+  double next_kick;  /* after the deadline: when to signal again */
+  bool fired;
+  struct wd_entry *next;
+} wd_entry_t;
+
+/* The watchdog thread sleeps until the earliest deadline. With no launch running, it
+ * still wakes every `period` (an eighth of the last timeout, at most 0.25 s) for 10 s
+ * after the last timed launch, so that registering a launch seldom has to wake it (a
+ * launch whose deadline is before next_wake does): a timed launch costs a lock, not a
+ * context switch. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool started;
+  wd_entry_t *list;
+  double next_wake, period, last_active;
+} g_wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, NULL, 0, 0.25, 0};
+static pthread_once_t g_wd_once = PTHREAD_ONCE_INIT;
+
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The launch timeout in seconds, 0 when off. Read at every launch, so a program (or a
+ * test) may set it at run time. */
+static double launch_timeout(void) {
+  const char *e = getenv("GP_LAUNCH_TIMEOUT_S");
+  if (!e || !*e) return 0;
+  char *end = NULL;
+  double v = strtod(e, &end);
+  if (end == e || *end || !(v >= 0) || v > 1e9) {
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      GP__WARN(GP__SUB_LAUNCH, "GP_LAUNCH_TIMEOUT_S='%s' is not a number of seconds: no launch timeout", e);
+    return 0;
+  }
+  return v;
+}
+
+static void wd_kick(const wd_entry_t *e) {
+  pthread_kill(e->owner, GP__WATCHDOG_SIGNAL);
+  int n = __atomic_load_n(&g_pool.nthreads, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) pthread_kill(g_pool.tids[i], GP__WATCHDOG_SIGNAL);
+}
+
+static int text_segments_cb(struct dl_phdr_info *info, size_t size, void *data);
+
+/* The launch ran out of time (under g_wd.mu): its failure, the kernel's code for the
+ * signal (its object stays loaded while it runs), its stop flag. */
+static void wd_fire(wd_entry_t *e) {
+  job_t *j = e->j;
+  e->fired = true;
+  dl_iterate_phdr(text_segments_cb, j);
+  if (job_claim_failure(j, GP_ERROR_TIMEOUT)) {
+    snprintf(j->msg, sizeof j->msg,
+             "kernel '%s' ran longer than GP_LAUNCH_TIMEOUT_S (%g s): the launch watchdog stopped its "
+             "blocks (the GPU backends report the driver's watchdog, cudaErrorLaunchTimeout, the same way)",
+             j->k->name, j->timeout_s);
+    job_publish_failure(j);
+  }
+  __atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
+}
+
+static void wd_atfork_child(void) {
+  pthread_mutex_init(&g_wd.mu, NULL);
+  pthread_cond_init(&g_wd.cv, NULL);
+  g_wd.started = false;
+  g_wd.list = NULL;
+  g_wd.next_wake = 0;
+}
+
+static void *wd_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_wd.mu);
+  for (;;) {
+    double now = mono_now(), next = now + 3600;
+    for (wd_entry_t *e = g_wd.list; e; e = e->next) {
+      if (!e->fired && now >= e->deadline) wd_fire(e);
+      if (e->fired && now >= e->next_kick) {
+        wd_kick(e);
+        e->next_kick = now + 0.05;
+      }
+      double due = e->fired ? e->next_kick : e->deadline;
+      if (due < next) next = due;
+    }
+    if (!g_wd.list && now - g_wd.last_active < 10) next = now + g_wd.period;
+    g_wd.next_wake = next;
+    struct timespec ts;
+    ts.tv_sec = (time_t)next;
+    ts.tv_nsec = (long)((next - (double)ts.tv_sec) * 1e9);
+    pthread_cond_timedwait(&g_wd.cv, &g_wd.mu, &ts);
+  }
+  return NULL;
+}
+
+static void wd_init_once(void) { watchdog_handler_install(); }
+
+/* Starts the watchdog thread (under g_wd.mu); false when it cannot. */
+static bool wd_start_locked(void) {
+  if (g_wd.started) return true;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_destroy(&g_wd.cv);
+  pthread_cond_init(&g_wd.cv, &ca);
+  pthread_condattr_destroy(&ca);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  g_wd.started = pthread_create(&t, &attr, wd_main, NULL) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return g_wd.started;
+}
+
+static bool wd_register(wd_entry_t *e, job_t *j) {
+  pthread_once(&g_wd_once, wd_init_once);
+  e->j = j;
+  e->owner = pthread_self();
+  e->deadline = mono_now() + j->timeout_s;
+  e->next_kick = e->deadline;
+  e->fired = false;
+  double period = j->timeout_s / 8 < 0.25 ? j->timeout_s / 8 : 0.25;
+  pthread_mutex_lock(&g_wd.mu);
+  bool ok = wd_start_locked();
+  if (ok) {
+    e->next = g_wd.list;
+    g_wd.list = e;
+    g_wd.last_active = e->deadline - j->timeout_s;
+    g_wd.period = period;
+    if (e->deadline < g_wd.next_wake || g_wd.next_wake == 0) pthread_cond_signal(&g_wd.cv);
+  }
+  pthread_mutex_unlock(&g_wd.mu);
+  return ok;
+}
+
+/* After it returns, the watchdog neither writes the launch nor signals its threads. */
+static void wd_unregister(wd_entry_t *e) {
+  pthread_mutex_lock(&g_wd.mu);
+  for (wd_entry_t **p = &g_wd.list; *p; p = &(*p)->next)
+    if (*p == e) {
+      *p = e->next;
+      break;
+    }
+  pthread_mutex_unlock(&g_wd.mu);
+}
+
+/* The executable segments of the object that holds the kernel's code, for the
+ * watchdog's signal (computed at a launch that has a timeout). */
+static int text_segments_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  job_t *j = (job_t *)data;
+  uintptr_t a = (uintptr_t)j->k->cpu_run_block;
+  bool here = false;
+  for (int i = 0; i < info->dlpi_phnum && !here; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    here = ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz;
+  }
+  if (!here) return 0;
+  for (int i = 0; i < info->dlpi_phnum && j->ntext < 4; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    j->text_lo[j->ntext] = info->dlpi_addr + ph->p_vaddr;
+    j->text_hi[j->ntext] = j->text_lo[j->ntext] + ph->p_memsz;
+    j->ntext++;
+  }
+  return 1;
+}
+
+/* The watchdog's signal reaches the OS thread only while it runs a launch that has a
+ * timeout (pool threads block it otherwise, and the application's threads keep their
+ * own mask). */
+static void wd_signal_mask(job_t *j, bool unblock, sigset_t *saved) {
+  if (j->timeout_s <= 0) return;
+  if (unblock) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, GP__WATCHDOG_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &s, saved);
+  } else {
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
+  }
 }
 
 /* ---- failure ------------------------------------------------------------------------- */
@@ -426,11 +769,21 @@ static void switch_plain(worker_t *w, gp__fiber_t *from, gp__fiber_t *to, bool d
   gp__fiber_switch(from, to, dying);
 }
 
+/* The first failure of the launch claims j->msg; later ones are dropped. */
+static bool job_claim_failure(job_t *j, gp_status_t status) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&j->failed, &expected, -1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return false;
+  j->status = (int)status;
+  return true;
+}
+
+/* The claimed failure is written: the launch may read it. */
+static void job_publish_failure(job_t *j) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELEASE); }
+
 static void job_note_failure(job_t *j, const gp__cpu_uint3_t *block, const gp__cpu_uint3_t *thread,
                              const char *fmt, va_list ap) {
-  int expected = 0;
-  if (!__atomic_compare_exchange_n(&j->failed, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-    return; /* the first failure is the one reported */
+  if (!job_claim_failure(j, GP_ERROR_LAUNCH_FAILED)) return; /* the first failure is the one reported */
   int off = 0;
   if (block && thread)
     off = snprintf(j->msg, sizeof j->msg, "kernel '%s' block (%u,%u,%u) thread (%u,%u,%u): ",
@@ -439,6 +792,23 @@ static void job_note_failure(job_t *j, const gp__cpu_uint3_t *block, const gp__c
     off = snprintf(j->msg, sizeof j->msg, "kernel '%s': ", j->k->name);
   if (off < 0) off = 0;
   if ((size_t)off < sizeof j->msg) vsnprintf(j->msg + off, sizeof j->msg - (size_t)off, fmt, ap);
+  job_publish_failure(j);
+}
+
+/* job_note_failure for signal handlers: no stdio, no locks. */
+static void job_note_failure_safe(job_t *j, const gp__cpu_uint3_t *block, const gp__cpu_uint3_t *thread,
+                                  const char *what) {
+  if (!job_claim_failure(j, GP_ERROR_LAUNCH_FAILED)) return;
+  sbuf_t b = {j->msg, sizeof j->msg, 0};
+  sbuf_str(&b, "kernel '");
+  sbuf_str(&b, j->k->name);
+  sbuf_str(&b, "' block (");
+  sbuf_dec(&b, block->x), sbuf_str(&b, ","), sbuf_dec(&b, block->y), sbuf_str(&b, ","), sbuf_dec(&b, block->z);
+  sbuf_str(&b, ") thread (");
+  sbuf_dec(&b, thread->x), sbuf_str(&b, ","), sbuf_dec(&b, thread->y), sbuf_str(&b, ","), sbuf_dec(&b, thread->z);
+  sbuf_str(&b, "): ");
+  sbuf_str(&b, what);
+  job_publish_failure(j);
 }
 
 static void job_fail(job_t *j, const char *fmt, ...) GP__PRINTF(2, 3);
@@ -449,17 +819,33 @@ static void job_fail(job_t *j, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Abandons the block and returns to the supervisor. Never returns. */
+static GP__NORETURN void abandon_block(worker_t *w) {
+  w->in_kernel = 0;
+  w->in_format = 0;
+  switch_plain(w, w->cur, &w->sup, true);
+  __builtin_unreachable();
+}
+
 /* Fails the launch naming the block and thread, abandons the block, returns to the
  * supervisor. Never returns. */
-static GP__NORETURN void fail_block(worker_t *w, const gp__cpu_uint3_t *thread, const char *fmt, ...)
-    GP__PRINTF(3, 4);
 static GP__NORETURN void fail_block(worker_t *w, const gp__cpu_uint3_t *thread, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   job_note_failure(w->job, &gp__cpu_tls.block_idx, thread, fmt, ap);
   va_end(ap);
-  switch_plain(w, w->cur, &w->sup, true);
-  __builtin_unreachable();
+  abandon_block(w);
+}
+
+static GP__NORETURN void fail_block_safe(worker_t *w, const gp__cpu_uint3_t *thread, const char *what) {
+  job_note_failure_safe(w->job, &gp__cpu_tls.block_idx, thread, what);
+  abandon_block(w);
+}
+
+/* The watchdog asked the launch to stop: the calling GPU thread's block ends here. */
+static inline void stop_point(worker_t *w) {
+  if (__builtin_expect(__atomic_load_n(&w->job->stop, __ATOMIC_RELAXED) != 0, 0))
+    fail_block(w, &gp__cpu_tls.thread_idx, "stopped by the launch watchdog");
 }
 
 static const char *site_base(const char *file) {
@@ -715,7 +1101,9 @@ static void thread_exit(worker_t *w, unsigned t) {
 static void thread_main(void *arg) {
   worker_t *w = (worker_t *)arg;
   gp__fiber_started(w->prev);
+  w->in_kernel = 1;
   w->k->cpu_run_thread(w->args);
+  w->in_kernel = 0;
   unsigned t = gp__cpu_tls.tid;
   gp__fiber_t *self = &w->fib[t];
   thread_exit(w, t);
@@ -804,8 +1192,7 @@ static void shared_begin(worker_t *w) {
   w->static_bytes = 0;
 }
 
-GP_API void *gp__cpu_shared_slot(size_t bytes, size_t align, const char *key) {
-  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+static void *shared_slot(worker_t *w, size_t bytes, size_t align, const char *key) {
   for (unsigned i = 0; i < w->nslots; i++)
     if (w->slots[i].key == key) return w->arena + w->slots[i].off;
   if (align < 16) align = 16;
@@ -834,10 +1221,19 @@ GP_API void *gp__cpu_shared_slot(size_t bytes, size_t align, const char *key) {
   return w->arena + off;
 }
 
+GP_API void *gp__cpu_shared_slot(size_t bytes, size_t align, const char *key) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  w->in_kernel = 0;
+  void *p = shared_slot(w, bytes, align, key);
+  w->in_kernel = 1;
+  return p;
+}
+
 /* ---- sync points (exported) ------------------------------------------------------------ */
-GP_API int gp__cpu_barrier(int op, int pred, const char *file, int line) {
+/* Every entry point kernel code calls marks the executor's part (in_kernel = 0, which
+ * the watchdog's signal respects) and is a stop point of the watchdog. */
+static int barrier(worker_t *w, int op, int pred, const char *file, int line) {
   gp__cpu_ctx_t *c = &gp__cpu_tls;
-  worker_t *w = (worker_t *)c->worker;
   if (!c->fibered) go_fibers(w);
   unsigned t = c->tid;
   w->st.barriers++;
@@ -871,6 +1267,15 @@ GP_API int gp__cpu_barrier(int op, int pred, const char *file, int line) {
   return w->bar_result;
 }
 
+GP_API int gp__cpu_barrier(int op, int pred, const char *file, int line) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  w->in_kernel = 0;
+  stop_point(w);
+  int r = barrier(w, op, pred, file, line);
+  w->in_kernel = 1;
+  return r;
+}
+
 GP_API void gp__cpu_grid_sync(const char *file, int line) {
   (void)gp__cpu_barrier(GP__CPU_BAR_GRID, 0, file, line);
 }
@@ -885,9 +1290,8 @@ static const gp__cpu_warp_xchg_t *warp_wait(worker_t *w, unsigned t, const char 
   return &w->xb[w->held[t][0]].x;
 }
 
-GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file, int line) {
+static const gp__cpu_warp_xchg_t *warp_sync(worker_t *w, uint64_t v, const char *file, int line) {
   gp__cpu_ctx_t *c = &gp__cpu_tls;
-  worker_t *w = (worker_t *)c->worker;
   if (!c->fibered) go_fibers(w);
   unsigned t = c->tid;
   warp_t *wp = &w->warps[t / w->ws];
@@ -901,13 +1305,21 @@ GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file
   return warp_wait(w, t, file, line);
 }
 
-GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync_mask(uint64_t mask, uint64_t v, const char *file,
-                                                         int line) {
+GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync(uint64_t v, const char *file, int line) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  w->in_kernel = 0;
+  stop_point(w);
+  const gp__cpu_warp_xchg_t *x = warp_sync(w, v, file, line);
+  w->in_kernel = 1;
+  return x;
+}
+
+static const gp__cpu_warp_xchg_t *warp_sync_mask(worker_t *w, uint64_t mask, uint64_t v, const char *file,
+                                                 int line) {
   gp__cpu_ctx_t *c = &gp__cpu_tls;
-  worker_t *w = (worker_t *)c->worker;
   if (!c->fibered) go_fibers(w);
   /* CUDA's full mask means every lane of the warp, exited ones excused. */
-  if (mask == lane_range(0, w->ws)) return gp__cpu_warp_sync(v, file, line);
+  if (mask == lane_range(0, w->ws)) return warp_sync(w, v, file, line);
   unsigned t = c->tid;
   warp_t *wp = &w->warps[t / w->ws];
   unsigned lane = t - wp->base;
@@ -938,8 +1350,19 @@ GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync_mask(uint64_t mask, uint64_t
   return warp_wait(w, t, file, line);
 }
 
+GP_API const gp__cpu_warp_xchg_t *gp__cpu_warp_sync_mask(uint64_t mask, uint64_t v, const char *file,
+                                                         int line) {
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  w->in_kernel = 0;
+  stop_point(w);
+  const gp__cpu_warp_xchg_t *x = warp_sync_mask(w, mask, v, file, line);
+  w->in_kernel = 1;
+  return x;
+}
+
 GP_API void gp__cpu_fail(const char *file, int line, const char *fmt, ...) {
   worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  if (w) w->in_kernel = 0;
   char what[512];
   va_list ap;
   va_start(ap, fmt);
@@ -966,6 +1389,7 @@ GP_API void gp__cpu_warp_bad_lane(unsigned src_lane, const char *file, int line)
 
 GP_API void gp__cpu_trap(const char *file, int line) {
   worker_t *w = (worker_t *)gp__cpu_tls.worker;
+  if (w) w->in_kernel = 0;
   if (!w || !w->job) {
     fprintf(stderr, "%s:%d: __trap() outside a kernel\n", file, line);
     abort();
@@ -973,16 +1397,156 @@ GP_API void gp__cpu_trap(const char *file, int line) {
   fail_block(w, &gp__cpu_tls.thread_idx, "__trap() at %s:%d", site_base(file), line);
 }
 
+/* ---- kernel output: printf and assert's message ------------------------------------- */
+/* CUDA's device printf (CUDA C++ Programming Guide, "Formatted Output") formats into a
+ * fixed-size buffer (cudaLimitPrintfFifoSize, 1 MiB by default) that the host prints at
+ * synchronisation points. The dialect's printf on the CPU does the same, per launch: a
+ * GPU thread formats with vsnprintf (a string stream: no stdio lock, no shared state)
+ * into a record of the launch's buffer, reserved lock-free; when the grid has ended
+ * the launching thread writes the records out in the order they were reserved (so
+ * each GPU thread's output is in its program order), then flushes. A GPU thread that
+ * faults while formatting (a bad %s pointer) holds no lock: the fault fails the launch
+ * like any other. The buffer has GP_CPU_PRINTF_KB KiB (default 1024, CUDA's default);
+ * unlike CUDA's, which wraps and overwrites older output, a record that does not fit is
+ * dropped whole, and the launch's output ends with a line on stderr saying how many
+ * records and bytes were dropped. A failing assert's message (CUDA's text) goes through
+ * the same buffer, to stderr. */
+#define PREC_DONE 1u
+#define PREC_STDERR 2u
+#define PREC_HDR 8u
+
+static size_t printf_capacity(void) {
+  long kb = gp__env_long("GP_CPU_PRINTF_KB", 1024);
+  if (kb < 1) kb = 1;
+  if (kb > 1024 * 1024) kb = 1024 * 1024;
+  return (size_t)kb * 1024;
+}
+
+/* The launch's buffer, mapped by the first GPU thread that prints; NULL when no memory. */
+static unsigned char *printf_buffer(job_t *j) {
+  unsigned char *b = __atomic_load_n(&j->pbuf, __ATOMIC_ACQUIRE);
+  if (b) return b;
+  size_t cap = printf_capacity();
+  void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  __atomic_store_n(&j->pcap, cap, __ATOMIC_RELAXED); /* every thread computes the same */
+  unsigned char *expected = NULL;
+  if (__atomic_compare_exchange_n(&j->pbuf, &expected, (unsigned char *)m, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return (unsigned char *)m;
+  munmap(m, cap);
+  return expected;
+}
+
+/* Reserves a record for len bytes (plus a NUL); NULL when it does not fit. */
+static char *printf_reserve(job_t *j, size_t len, unsigned flags) {
+  unsigned char *b = printf_buffer(j);
+  size_t need = PREC_HDR + ((len + 1 + 7) & ~(size_t)7);
+  size_t cap = b ? __atomic_load_n(&j->pcap, __ATOMIC_RELAXED) : 0;
+  size_t off = __atomic_load_n(&j->pused, __ATOMIC_RELAXED);
+  do {
+    if (!b || len > cap || off + need > cap) {
+      __atomic_fetch_add(&j->pdropped, 1u, __ATOMIC_RELAXED);
+      __atomic_fetch_add(&j->pdropped_bytes, len, __ATOMIC_RELAXED);
+      return NULL;
+    }
+  } while (!__atomic_compare_exchange_n(&j->pused, &off, off + need, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  uint32_t *hdr = (uint32_t *)(void *)(b + off);
+  hdr[0] = (uint32_t)len;
+  hdr[1] = flags;
+  return (char *)(b + off + PREC_HDR);
+}
+
+static void printf_commit(char *rec) {
+  uint32_t *hdr = (uint32_t *)(void *)(rec - PREC_HDR);
+  __atomic_store_n(&hdr[1], hdr[1] | PREC_DONE, __ATOMIC_RELEASE);
+}
+
+/* Formats into a record of the launch (the calling GPU thread's job). Returns the
+ * characters formatted, or -1 (bad format, or the record was dropped). */
+static int kernel_vprintf(worker_t *w, unsigned flags, const char *fmt, va_list ap) {
+  char small[512];
+  va_list again;
+  va_copy(again, ap);
+  w->in_format = 1;
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  char *rec = n >= 0 ? printf_reserve(w->job, (size_t)n, flags) : NULL;
+  if (rec && (size_t)n < sizeof small)
+    memcpy(rec, small, (size_t)n + 1);
+  else if (rec)
+    (void)vsnprintf(rec, (size_t)n + 1, fmt, again);
+  w->in_format = 0;
+  va_end(again);
+  if (!rec) return -1;
+  printf_commit(rec);
+  return n;
+}
+
+GP_API int gp__cpu_printf(const char *fmt, ...) {
+  worker_t *w = t_worker;
+  va_list ap;
+  va_start(ap, fmt);
+  int n;
+  if (!w || !w->job || w->cur == &w->sup) {
+    n = vprintf(fmt, ap); /* host code of a dialect source */
+  } else {
+    w->in_kernel = 0;
+    stop_point(w);
+    n = kernel_vprintf(w, 0, fmt, ap);
+    w->in_kernel = 1;
+  }
+  va_end(ap);
+  return n;
+}
+
+static int kernel_printf(worker_t *w, unsigned flags, const char *fmt, ...) GP__PRINTF(3, 4);
+static int kernel_printf(worker_t *w, unsigned flags, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = kernel_vprintf(w, flags, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
+/* Writes the launch's records out (the grid has ended: no GPU thread writes). */
+static void printf_flush(job_t *j) {
+  unsigned char *b = j->pbuf;
+  if (!b) return;
+  size_t used = j->pused;
+  FILE *last = NULL;
+  for (size_t off = 0; off + PREC_HDR <= used;) {
+    const uint32_t *hdr = (const uint32_t *)(const void *)(b + off);
+    size_t len = hdr[0];
+    FILE *to = (hdr[1] & PREC_STDERR) ? stderr : stdout;
+    if (last && to != last) fflush(last); /* keep the two streams' records in order */
+    if (hdr[1] & PREC_DONE) fwrite(b + off + PREC_HDR, 1, len, to);
+    last = to;
+    off += PREC_HDR + ((len + 1 + 7) & ~(size_t)7);
+  }
+  if (last) fflush(last);
+  if (j->pdropped) {
+    fprintf(stderr,
+            "gpuport: kernel '%s': %u printf record%s (%zu bytes) dropped: the launch's %zu-KiB printf "
+            "buffer was full (GP_CPU_PRINTF_KB sets its size)\n",
+            j->k->name, j->pdropped, j->pdropped == 1 ? "" : "s", j->pdropped_bytes, j->pcap / 1024);
+    fflush(stderr);
+  }
+  munmap(b, j->pcap);
+  j->pbuf = NULL;
+}
+
 GP_API void gp__cpu_assert_fail(const char *expr, const char *file, int line, const char *func) {
   gp__cpu_ctx_t *c = &gp__cpu_tls;
   worker_t *w = (worker_t *)c->worker;
-  /* The message CUDA's device assert prints. */
-  flockfile(stderr);
-  fprintf(stderr, "%s:%d: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line,
-          func, c->block_idx.x, c->block_idx.y, c->block_idx.z, c->thread_idx.x, c->thread_idx.y,
-          c->thread_idx.z, expr);
-  funlockfile(stderr);
-  if (!w || !w->job) abort();
+  if (!w || !w->job) {
+    fprintf(stderr, "%s:%d: %s: Assertion `%s` failed (outside a kernel).\n", file, line, func, expr);
+    abort();
+  }
+  w->in_kernel = 0;
+  /* The message CUDA's device assert prints, out with the launch's other output. */
+  (void)kernel_printf(w, PREC_STDERR, "%s:%d: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+                      file, line, func, c->block_idx.x, c->block_idx.y, c->block_idx.z, c->thread_idx.x,
+                      c->thread_idx.y, c->thread_idx.z, expr);
   fail_block(w, &c->thread_idx, "assertion `%s' failed at %s:%d in %s", expr, site_base(file), line, func);
 }
 
@@ -995,7 +1559,9 @@ static void run_block(worker_t *w, job_t *j, uint64_t b) {
   c->block_idx.z = (unsigned)(q / j->grid.y);
   shared_begin(w);
   c->fibered = 0;
+  w->in_kernel = 1;
   w->k->cpu_run_block(w->args);
+  w->in_kernel = 0;
   if (c->fibered) lead_drain(w);
   if (j->flags & GP__CPU_EXEC_COOPERATIVE) grid_block_ended(j, &c->block_idx);
   w->st.blocks++;
@@ -1038,12 +1604,17 @@ static void run_job(worker_t *w, job_t *j) {
   c->worker = w;
   size_t lead_size = 4 * gp__fiber_default_stack();
   if (lead_size < ((size_t)1 << 20)) lead_size = (size_t)1 << 20;
+  sigset_t saved;
+  wd_signal_mask(j, true, &saved);
   if (!w->lead.map && !gp__fiber_stack_alloc(&w->lead, lead_size)) {
     job_fail(j, "cannot map a %zu-byte stack", lead_size);
   } else {
     gp__fiber_prepare(&w->lead, lead_main, w);
     switch_plain(w, &w->sup, &w->lead, false);
   }
+  w->in_kernel = 0;
+  w->in_format = 0;
+  wd_signal_mask(j, false, &saved);
   w->cur = &w->sup;
   w->job = NULL;
   c->worker = NULL;
@@ -1178,6 +1749,19 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
   j.device = device;
   j.nthreads = (unsigned)nthreads;
   j.nblocks = nblocks;
+  j.status = GP_ERROR_LAUNCH_FAILED;
+  j.timeout_s = launch_timeout();
+  wd_entry_t wd;
+  bool watched = false;
+  if (j.timeout_s > 0) {
+    watched = wd_register(&wd, &j);
+    if (!watched) {
+      static int warned;
+      if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        GP__WARN(GP__SUB_LAUNCH, "GP_LAUNCH_TIMEOUT_S: cannot start the launch watchdog's thread; "
+                                 "launches run without a timeout");
+    }
+  }
   int nw = gp__cpu_exec_threads();
   j.chunk = nblocks / ((uint64_t)nw * 16);
   if (j.chunk < 1) j.chunk = 1;
@@ -1204,7 +1788,9 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
     while (j.active) pthread_cond_wait(&g_pool.done, &g_pool.mu);
     pthread_mutex_unlock(&g_pool.mu);
   }
+  if (watched) wd_unregister(&wd);
   if (coop) pthread_mutex_unlock(&g_coop_mu);
+  printf_flush(&j);
   pthread_cond_destroy(&j.gcv);
   pthread_mutex_destroy(&j.gmu);
   __atomic_fetch_add(&g_stats.launches, 1, __ATOMIC_RELAXED);
@@ -1215,7 +1801,7 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
              k->name, j.bad_reads, j.bad_lane, site_base(j.bad_file), j.bad_line);
   if (__atomic_load_n(&j.failed, __ATOMIC_ACQUIRE)) {
     __atomic_fetch_add(&g_stats.failures, 1, __ATOMIC_RELAXED);
-    return gp__error(GP_ERROR_LAUNCH_FAILED, "gp_launch", "%s", j.msg);
+    return gp__error((gp_status_t)j.status, "gp_launch", "%s", j.msg);
   }
   return GP_SUCCESS;
 }

@@ -98,7 +98,9 @@ static const gp__gpu_error_row_t gp__gpu_errors[] = {
   {gpuErrorLaunchFailure, GP_ERROR_LAUNCH_FAILED, true},
   {gpuErrorIllegalAddress, GP_ERROR_LAUNCH_FAILED, true},
   {gpuErrorAssert, GP_ERROR_LAUNCH_FAILED, true},
-  {gpuErrorLaunchTimeout, GP_ERROR_LAUNCH_FAILED, true},
+  /* The driver's watchdog ended a kernel (cudaDevAttrKernelExecTimeout; hipErrorLaunchTimeOut):
+   * the status the cpu backend's GP_LAUNCH_TIMEOUT_S gives, sticky here as every fault. */
+  {gpuErrorLaunchTimeout, GP_ERROR_TIMEOUT, true},
   {gpuErrorPriorLaunchFailure, GP_ERROR_LAUNCH_FAILED, true},
   {gpuErrorECCUncorrectable, GP_ERROR_LAUNCH_FAILED, true},
 #ifdef gpuErrorHardwareStackError

@@ -5,6 +5,12 @@
  * expect (on HIP-Clang the handle variable, not the stub: KERNELS.md "Launching from
  * plain C"). A fault of a running kernel surfaces at the next synchronisation, where
  * gp__gpu_fail raises it as the device's sticky asynchronous error.
+ *
+ * GP_LAUNCH_TIMEOUT_S (the cpu backend's launch watchdog) has no effect here: a kernel
+ * running on a GPU cannot be stopped without destroying its context. The driver's own
+ * watchdog (on a GPU that drives a display: cudaDevAttrKernelExecTimeout) ends a kernel
+ * after a few seconds with cudaErrorLaunchTimeout / hipErrorLaunchTimeOut, which map to
+ * GP_ERROR_TIMEOUT, sticky like every fault (src/gpu/errors.c).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -26,9 +32,22 @@ static gp_status_t gp__gpu_check_kernel(gp_kernel_t k, const char *func) {
                        GP__GPU_VENDOR);
 }
 
+/* Says once that GP_LAUNCH_TIMEOUT_S is the cpu backend's. */
+static void gp__gpu_note_launch_timeout(void) {
+  static int noted;
+  if (__atomic_load_n(&noted, __ATOMIC_RELAXED)) return;
+  const char *e = getenv("GP_LAUNCH_TIMEOUT_S");
+  if (e && *e && !__atomic_exchange_n(&noted, 1, __ATOMIC_RELAXED))
+    GP__WARN(GP__SUB_LAUNCH,
+             "GP_LAUNCH_TIMEOUT_S=%s has no effect on the %s backend (a running kernel cannot be stopped "
+             "there); the driver's watchdog, where it runs, reports GP_ERROR_TIMEOUT",
+             e, GP__GPU_VENDOR);
+}
+
 gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
                           size_t dynamic_shared, gp_stream_t stream, void **args) {
   GP__TRY(gp__gpu_check_kernel(kernel, __func__));
+  gp__gpu_note_launch_timeout();
   dim3 g = {grid.x, grid.y, grid.z}, b = {block.x, block.y, block.z};
   char call[160];
   bool module = (kernel->flags & GP__KFLAG_MODULE) != 0; /* from gpuport/module.h */
@@ -45,6 +64,7 @@ gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
 gp_status_t gp__be_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *c, gp_stream_t stream,
                              void **args) {
   GP__TRY(gp__gpu_check_kernel(kernel, __func__));
+  gp__gpu_note_launch_timeout();
   dim3 g = {c->grid.x, c->grid.y, c->grid.z}, b = {c->block.x, c->block.y, c->block.z};
   int dev = gp__gpu_stream_device(stream);
   char call[160];

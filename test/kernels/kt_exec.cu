@@ -142,4 +142,41 @@ GP_KERNEL void kt_oob(int n, int over, const float *x, float *out, int *line) {
     out[i] = x[i + over];
 }
 GP_KERNEL_EXPORT(kt_oob)
+
+/* ---- kernel output and the launch watchdog ----------------------------------------------- */
+/* Each thread prints `lines` records "p <block> <thread> <i>", with a barrier after each
+ * when sync != 0 (the threads then interleave as fibers); out[g] = 1. */
+GP_KERNEL void kt_printf(int lines, int sync, int *out) {
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int i = 0; i < lines; i++) {
+    printf("p %u %u %d\n", blockIdx.x, threadIdx.x, i);
+    if (sync) __syncthreads();
+  }
+  out[g] = 1;
+}
+GP_KERNEL_EXPORT(kt_printf)
+
+/* The issue's case: a %s of a pointer to nothing, inside the formatting. */
+GP_KERNEL void kt_printf_bad(int *out) {
+  if (threadIdx.x == 0) printf("%s", (char *)0x10);
+  out[threadIdx.x] = 1;
+}
+GP_KERNEL_EXPORT(kt_printf_bad)
+
+/* Thread `spin` of block `spin_block` waits for *flag: mode 0 in a loop without a sync
+ * point, before any barrier (the worker's lead fiber); mode 1 the same after a barrier
+ * (a fiber); mode 2 every thread loops on __syncthreads(). out[g] = 1. */
+GP_KERNEL void kt_spin(int mode, int spin_block, int spin, volatile int *flag, int *out) {
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  bool me = (int)blockIdx.x == spin_block && (int)threadIdx.x == spin;
+  if (mode == 1) __syncthreads();
+  if (mode == 2) {
+    while (!*flag) __syncthreads();
+  } else if (me) {
+    while (!*flag) {
+    }
+  }
+  out[g] = 1;
+}
+GP_KERNEL_EXPORT(kt_spin)
 #endif
