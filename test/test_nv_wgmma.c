@@ -20,6 +20,7 @@
 #include <string.h>
 #include <gpuport.h>
 
+#include "check_util.h"
 #include "ref.h"
 
 #if !defined(GP_BUILD_HIP)
@@ -34,13 +35,6 @@ GP_KERNEL_DECLARE(kt_mbarrier_tx);
 GP_KERNEL_DECLARE(kt_mbarrier_ring);
 
 static uint64_t g_seed;
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
 
 static void *upload(const void *h, size_t bytes) {
   void *d = NULL;
@@ -230,7 +224,8 @@ END_TEST
 
 /* The emulation fails a launch whose wgmma operands change before wgmma.wait_group. */
 START_TEST(test_wgmma_hazard) {
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "undefined behaviour on a GPU (PTX ISA, wgmma.wait_group)");
   float *out = NULL;
   OK(gp_malloc((void **)&out, 128 * sizeof(float)));
   void *args[] = {&out};
@@ -424,30 +419,16 @@ static Suite *nv_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_nv_wgmma: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(nv_suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    srunner_set_fork_status(sr, CK_NOFORK);
-    int n = 0;
-    gp_device_props_t props;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0 || gp_device_get_props(&props, 0) != GP_SUCCESS ||
-        props.compute_capability_major != 9) {
-      printf("test_nv_wgmma: no sm_90 %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_nv_wgmma", (unsigned long long)g_seed);
+  /* On a GPU the instructions exist on compute capability 9.0 alone. */
+  gp_device_props_t props;
+  gp_device_props_init(&props);
+  if (gp_backend() != GP_BACKEND_CPU && have_device() &&
+      (gp_device_get_props(&props, 0) != GP_SUCCESS || props.compute_capability_major != 9))
+    return skip_suite("test_nv_wgmma", "device 0 is %s, not sm_90", props.arch);
+  return run_suite("test_nv_wgmma", nv_suite());
 }
 
 #else /* HIP: the wrappers are NVIDIA-only */
-int main(void) {
-  printf("test_nv_wgmma: NVIDIA instructions, not built for HIP: skipped\n");
-  return 77;
-}
+int main(void) { return skip_suite("test_nv_wgmma", "NVIDIA instructions, not built for HIP"); }
 #endif
