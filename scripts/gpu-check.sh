@@ -90,7 +90,8 @@ step() {
 }
 
 # Collectives: NCCL comes from the system, or else from the Python environment's
-# nvidia-nccl-cu12/cu13 package (COMM.md); one GPU means one rank.
+# nvidia-nccl-cu12/cu13 package (docs/design/COMM.md "NCCL and RCCL"); one GPU means
+# one rank.
 if [ -z "${GP_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
   nccl=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
   if [ -n "$nccl" ] && [ -f "$nccl" ]; then GP_NCCL_LIBRARY=$nccl; export GP_NCCL_LIBRARY; fi

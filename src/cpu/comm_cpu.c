@@ -3,14 +3,14 @@
  * unique ids, the host rendezvous, splits, the enqueue of calls as stream work, the
  * order of a rank's operations, and teardown. The algorithms are in comm_engine.c.
  *
- * Rendezvous across processes (COMM.md): the unique id carries 128 random bits that name
- * a POSIX shared-memory segment, "/gpuport-<hex>". The first rank to arrive creates it
- * with O_CREAT | O_EXCL and mode 0600, reserves its size (posix_fallocate: a full
- * /dev/shm is an error here, not a SIGBUS later) and initialises the control block,
- * storing the magic number last. The others open it, check that this user owns it and
- * that nobody else may read it, wait for the magic, and claim their slots. The last
- * rank to attach unlinks the name, so nothing outlives the processes, even a crash; a
- * rank that gives up (timeout, dead peer) unlinks it too.
+ * Rendezvous across processes (docs/design/COMM.md "The cpu backend"): the unique id
+ * carries 128 random bits that name a POSIX shared-memory segment, "/gpuport-<hex>". The
+ * first rank to arrive creates it with O_CREAT | O_EXCL and mode 0600, reserves its size
+ * (posix_fallocate: a full /dev/shm is an error here, not a SIGBUS later) and
+ * initialises the control block, storing the magic number last. The others open it,
+ * check that this user owns it and that nobody else may read it, wait for the magic, and
+ * claim their slots. The last rank to attach unlinks the name, so nothing outlives the
+ * processes, even a crash; a rank that gives up (timeout, dead peer) unlinks it too.
  *
  * Ranks that are all in this process (gp_comm_init_all, a split of such ranks, a
  * one-rank clique) share a control block in plain memory instead.

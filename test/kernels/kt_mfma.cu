@@ -3,7 +3,8 @@
  * registers as given (no layout knowledge here), issues one wrapper of
  * gpuport/amd_mfma.h and stores its accumulator registers. On the CPU backend it runs
  * the emulation at warp width 64; on the hip backend the real instruction, so the same
- * test confirms the emulator's tables on an AMD GPU (KERNELS.md: the probe kernel).
+ * test confirms the emulator's tables on an AMD GPU (docs/design/KERNELS.md "Matrix
+ * instructions and their emulation").
  * CUDA builds compile it to nothing.
  *
  * Arguments, per wave w of the block (block of 64 * waves threads, lane l):
