@@ -184,9 +184,8 @@ static inline int run_suite_with(const char *name, Suite *s, int flags, int *fai
       only = "nodevice";
       skipped_cases += t->cases - t->host_cases;
       if (!quiet) {
-        printf("%s: no %s device: %d case%s skipped, %d that need%s none run\n", name,
-               gp_backend_name(), t->cases - t->host_cases,
-               t->cases - t->host_cases == 1 ? "" : "s", t->host_cases,
+        printf("%s: no %s device: running only the %d case%s that need%s none\n", name,
+               gp_backend_name(), t->host_cases, t->host_cases == 1 ? "" : "s",
                t->host_cases == 1 ? "s" : "");
         fflush(stdout);
       }

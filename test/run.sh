@@ -15,7 +15,8 @@
 # sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900), GP_TEST_TALLY a
 # file to which the totals are appended (make test adds up several runs of this script).
 # Prints one header line per run and ends with "tests DIR: N passed, N failed, N skipped
-# in S s" (binaries x runs); exits non-zero when anything failed.
+# in S s" (binaries x runs; the cases and tests the passing suites skipped are added up
+# beside "passed"); exits non-zero when anything failed.
 #
 # run.sh --run LABEL CMD...   one counted run of CMD (exit 0 passed, 77 skipped, else
 #                             failed), with the same summary and GP_TEST_TALLY line
@@ -33,11 +34,12 @@ tally_end() {
   fi
   awk -v now="$(date +%s)" '
     $1 == "start" { start = $2; next }
-    $1 == "runs" { p += $2; f += $3; s += $4; next }
+    $1 == "runs" { p += $2; f += $3; s += $4; pc += $5; pt += $6; next }
     $1 == "failed" { $1 = ""; names = names "\n " $0 }
     END {
       if (f) printf "failed:%s\n", names
-      printf "make test: %d passed, %d failed, %d skipped in %d s\n", p, f, s, now - start
+      w = (pc || pt) ? sprintf(" (within those that passed: %d cases and %d tests skipped)", pc, pt) : ""
+      printf "make test: %d passed%s, %d failed, %d skipped in %d s\n", p, w, f, s, now - start
       exit f != 0
     }' "$1"
 }
@@ -93,6 +95,10 @@ failed=0
 skipped=0
 failures=""
 skips=""
+part_cases=0 # cases and tests skipped within suites that passed
+part_tests=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 # run LABEL DEVICES CMD...: one run, counted.
 run() {
@@ -101,12 +107,20 @@ run() {
   shift 2
   if [ -n "$devs" ]; then
     echo "== $label [$BACKEND, GP_CPU_DEVICES=$devs${SAN:+, SAN=$SAN}] =="
-    GP_CPU_DEVICES=$devs $runner "$@"
   else
     echo "== $label [$BACKEND${SAN:+, SAN=$SAN}] =="
-    $runner "$@"
   fi
-  rc=$?
+  # The output goes on to the terminal as it comes and into a file, for the suite's
+  # tally line (test/check_util.h); the exit status comes back through another file.
+  { if [ -n "$devs" ]; then GP_CPU_DEVICES=$devs $runner "$@"; else $runner "$@"; fi
+    echo $? > "$work/rc"; } 2>&1 | tee "$work/out"
+  rc=$(cat "$work/rc")
+  # "test_x: cases: N ran, K skipped; tests: P passed, F failed, S skipped"
+  set -- $(sed -n 's/.*: cases: [0-9]* ran, \([0-9]*\) skipped; tests: [0-9]* passed, [0-9]* failed, \([0-9]*\) skipped$/\1 \2/p' "$work/out" | tail -1)
+  if [ $# -eq 2 ] && [ $rc -eq 0 ]; then
+    part_cases=$((part_cases + $1))
+    part_tests=$((part_tests + $2))
+  fi
   if [ $rc -eq 0 ]; then
     passed=$((passed + 1))
   elif [ $rc -eq 77 ]; then
@@ -129,9 +143,13 @@ summary() {
   if [ $failed -ne 0 ]; then
     echo "failed:$failures"
   fi
-  echo "$1: $passed passed, $failed failed, $skipped skipped in $(( $(date +%s) - start )) s"
+  within=""
+  if [ $part_cases -ne 0 ] || [ $part_tests -ne 0 ]; then
+    within=" (within those that passed: $part_cases cases and $part_tests tests skipped)"
+  fi
+  echo "$1: $passed passed$within, $failed failed, $skipped skipped in $(( $(date +%s) - start )) s"
   if [ -n "$GP_TEST_TALLY" ]; then
-    echo "runs $passed $failed $skipped" >> "$GP_TEST_TALLY"
+    echo "runs $passed $failed $skipped $part_cases $part_tests" >> "$GP_TEST_TALLY"
     printf '%s\n' "$failures" | sed -n 's/^  \(..*\)/failed \1/p' >> "$GP_TEST_TALLY"
   fi
   [ $failed -eq 0 ]
