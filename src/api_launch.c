@@ -1,7 +1,7 @@
 /*
  * api_launch.c - public entry points for kernel launch: the descriptor and launch
  * configuration are checked here, against the device's limits, before anything is
- * enqueued (API.md "Kernels"); and the per-kernel dynamic shared memory limits of
+ * enqueued (docs/design/API.md "Kernels"); and the per-kernel dynamic shared memory limits of
  * gp_kernel_set_max_dynamic_shared(), which every backend's launch check reads.
  */
 #include <errno.h>

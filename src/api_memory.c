@@ -2,7 +2,7 @@
  * api_memory.c - public entry points for memory: allocation, free, copies, sets and
  * pointer queries. Every allocation gpuport hands out goes in the allocation registry
  * (internal.h), which is what lets a foreign, double, interior or mismatched free be an
- * error instead of a crash, and lets copies check their ranges (API.md "Memory").
+ * error instead of a crash, and lets copies check their ranges (docs/design/API.md "Memory").
  */
 #include <stdint.h>
 #include <string.h>

@@ -27,7 +27,8 @@ static gp_status_t check_event(const char *func, const char *arg, gp_event_t e) 
   return GP_SUCCESS;
 }
 
-/* A wait returns the faults of the work it waited for (API.md "Asynchronous errors"). */
+/* A wait returns the faults of the work it waited for (docs/design/API.md
+ * "Asynchronous errors"). */
 static gp_status_t sync_result(const char *func, gp_status_t s) {
   if (s != GP_SUCCESS) return s;
   return gp__async_error_report(gp__current_device(), func);

@@ -2,7 +2,7 @@
  * api_symbol.c - public entry points for device variables (`__constant__` and
  * `__device__` variables exported with GP_SYMBOL_EXPORT): copies to and from them,
  * their address and size. The descriptor and the byte range are checked here, once,
- * for every backend (API.md "Memory").
+ * for every backend (docs/design/API.md "Memory").
  */
 #include "api.h"
 

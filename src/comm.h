@@ -4,9 +4,10 @@
  * ncclInfo), and the table each backend fills (src/cpu/comm_cpu.c: the cpu engine;
  * src/gpu/nccl.c: NCCL/RCCL). Nothing here is public.
  *
- * Flow (STYLE.md point 9): public call -> gp__comm_submit(): pack, check, log one INFO
- * line -> in a group, kept on the thread's list; else backend->calls() -> enqueued
- * on the stream. gp_group_end() hands the thread's whole list to the backend at once.
+ * Flow (docs/design/COMM.md "The funnel"): public call -> gp__comm_submit(): pack,
+ * check, log one INFO line -> in a group, kept on the thread's list; else
+ * backend->calls() -> enqueued on the stream. gp_group_end() hands the thread's whole
+ * list to the backend at once.
  */
 #ifndef GP_COMM_INTERNAL_H
 #define GP_COMM_INTERNAL_H

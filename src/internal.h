@@ -3,8 +3,9 @@
  * error reporting, logging, the allocation/handle registries, handle layouts and
  * the backend interface (gp__be_*). Nothing here is public.
  *
- * Data flow (ARCHITECTURE.md): public call -> argument checks in src/api_*.c ->
- * gp__be_* of the backend compiled in (src/cpu/ or src/gpu/) -> native runtime.
+ * Data flow (docs/design/ARCHITECTURE.md "Layers"): public call -> argument checks in
+ * src/api_*.c -> gp__be_* of the backend compiled in (src/cpu/ or src/gpu/) -> native
+ * runtime.
  * The api layer checks every argument once; gp__be_* may assume valid arguments.
  */
 #ifndef GP_INTERNAL_H
@@ -60,7 +61,7 @@ void gp__clear_error(void);
   } while (0)
 #define GP__CHECK_NOT_NULL(p) GP__CHECK_ARG((p) != NULL, "argument '%s' is NULL", #p)
 
-/* Asynchronous errors, per device (API.md "Asynchronous errors"). Raised by work that
+/* Asynchronous errors, per device (docs/design/API.md "Asynchronous errors"). Raised by work that
  * faulted after its call returned; consumed by synchronising calls. Sticky on the GPU
  * backends. */
 void gp__async_error_raise(int device, gp_status_t status, const char *fmt, ...) GP__PRINTF(3, 4);

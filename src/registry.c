@@ -3,7 +3,7 @@
  * extent and kind), the live-handle set, and the per-thread current device.
  * Both tables are sorted arrays under a mutex: lookups are O(log n) and the tables
  * hold at most thousands of entries in practice. Locks are re-initialised in a
- * forked child, so a child can use gpuport afresh (API.md "Threads and fork").
+ * forked child, so a child can use gpuport afresh (docs/design/API.md "Threads and fork").
  */
 #include "internal.h"
 

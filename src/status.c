@@ -1,6 +1,6 @@
 /*
  * status.c - status names and strings, the thread-local error message, and the
- * per-device asynchronous error (API.md "Asynchronous errors").
+ * per-device asynchronous error (docs/design/API.md "Asynchronous errors").
  */
 #include "internal.h"
 

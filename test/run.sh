@@ -4,24 +4,70 @@
 # (cpu: once, every emulation mode), then every example program in the directory
 # EXAMPLES (each checks itself against a float64 reference and exits non-zero when
 # wrong): on the cpu backend at warp width 32 and 64 (GP_CPU_WARP_SIZE=64 runs the
-# programs' width-64 kernel builds), on GPU backends once when a device answers. The cpu backend runs everything twice, with 1 and with 4
-# virtual devices (GP_CPU_DEVICES), so multi-device code paths are exercised; the cuda
-# and hip binaries run once, without Check's fork (CUDA is undefined after fork), and
-# skip by themselves when no device answers.
+# programs' width-64 kernel builds), on GPU backends once when a device answers. The cpu
+# backend runs everything twice, with 1 and with 4 virtual devices (GP_CPU_DEVICES), so
+# multi-device code paths are exercised; the cuda and hip binaries run once, without
+# Check's fork (CUDA is undefined after fork). Each suite prints how many of its cases
+# and tests ran and were skipped (test/check_util.h); a suite that exits 77 was skipped
+# as a whole (a GPU build on a machine without a device, an instruction set the build
+# does not have), and is counted so, never as passed.
 #
 # Environment: BACKEND (cpu|cuda|hip; default: guessed from DIR, else cpu), SAN=1 for
-# sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900).
-# Prints one header line per run and ends with "N passed, N failed, N skipped" (binaries x
-# runs; exit status 77 means the binary skipped: no device);
-# exits non-zero when anything failed.
+# sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900), GP_TEST_TALLY a
+# file to which the totals are appended (make test adds up several runs of this script).
+# Prints one header line per run and ends with "tests DIR: N passed, N failed, N skipped
+# in S s" (binaries x runs; the cases and tests the passing suites skipped are added up
+# beside "passed"); exits non-zero when anything failed.
+#
+# run.sh --run LABEL CMD...   one counted run of CMD (exit 0 passed, 77 skipped, else
+#                             failed), with the same summary and GP_TEST_TALLY line
+# run.sh --begin FILE         starts a tally (the clock)
+# run.sh --end FILE           prints the tally's one summary line, non-zero on failures
 
-dir=$1
-tool=$2
-examples=$3
-if [ -z "$dir" ] || [ ! -d "$dir" ]; then
-  echo "usage: $0 DIR [TOOL]" >&2
-  exit 2
+tally_begin() {
+  mkdir -p "$(dirname "$1")" && echo "start $(date +%s)" > "$1"
+}
+
+tally_end() {
+  if [ ! -f "$1" ]; then
+    echo "run.sh --end: no tally $1 (run.sh --begin makes it)" >&2
+    exit 2
+  fi
+  awk -v now="$(date +%s)" '
+    $1 == "start" { start = $2; next }
+    $1 == "runs" { p += $2; f += $3; s += $4; pc += $5; pt += $6; next }
+    $1 == "failed" { $1 = ""; names = names "\n " $0 }
+    END {
+      if (f) printf "failed:%s\n", names
+      w = (pc || pt) ? sprintf(" (within those that passed: %d cases and %d tests skipped)", pc, pt) : ""
+      printf "make test: %d passed%s, %d failed, %d skipped in %d s\n", p, w, f, s, now - start
+      exit f != 0
+    }' "$1"
+}
+
+case "$1" in
+  --begin) tally_begin "$2"; exit $? ;;
+  --end) tally_end "$2"; exit $? ;;
+esac
+
+one=""
+if [ "$1" = --run ]; then
+  one=$2
+  shift 2
+  if [ -z "$one" ] || [ $# -eq 0 ]; then
+    echo "usage: $0 --run LABEL CMD..." >&2
+    exit 2
+  fi
+else
+  dir=$1
+  tool=$2
+  examples=$3
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "usage: $0 DIR [TOOL [EXAMPLES]] | --run LABEL CMD... | --begin FILE | --end FILE" >&2
+    exit 2
+  fi
 fi
+start=$(date +%s)
 
 if [ -z "$BACKEND" ]; then
   case "$dir" in
@@ -49,6 +95,11 @@ passed=0
 failed=0
 skipped=0
 failures=""
+skips=""
+part_cases=0 # cases and tests skipped within suites that passed
+part_tests=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 # run LABEL DEVICES CMD...: one run, counted.
 run() {
@@ -57,23 +108,59 @@ run() {
   shift 2
   if [ -n "$devs" ]; then
     echo "== $label [$BACKEND, GP_CPU_DEVICES=$devs${SAN:+, SAN=$SAN}] =="
-    GP_CPU_DEVICES=$devs $runner "$@"
   else
     echo "== $label [$BACKEND${SAN:+, SAN=$SAN}] =="
-    $runner "$@"
   fi
-  rc=$?
+  # The output goes on to the terminal as it comes and into a file, for the suite's
+  # tally line (test/check_util.h); the exit status comes back through another file.
+  { if [ -n "$devs" ]; then GP_CPU_DEVICES=$devs $runner "$@"; else $runner "$@"; fi
+    echo $? > "$work/rc"; } 2>&1 | tee "$work/out"
+  rc=$(cat "$work/rc")
+  # "test_x: cases: N ran, K skipped; tests: P passed, F failed, S skipped"
+  set -- $(sed -n 's/.*: cases: [0-9]* ran, \([0-9]*\) skipped; tests: [0-9]* passed, [0-9]* failed, \([0-9]*\) skipped$/\1 \2/p' "$work/out" | tail -1)
+  if [ $# -eq 2 ] && [ $rc -eq 0 ]; then
+    part_cases=$((part_cases + $1))
+    part_tests=$((part_tests + $2))
+  fi
   if [ $rc -eq 0 ]; then
     passed=$((passed + 1))
   elif [ $rc -eq 77 ]; then
-    # Exit 77 (the automake convention): the binary found no device and skipped.
+    # Exit 77 (the automake convention): the binary said why it skipped (no device,
+    # not for this build).
     skipped=$((skipped + 1))
+    skips="$skips $label"
   else
     failed=$((failed + 1))
     failures="$failures
   $label (${devs:+GP_CPU_DEVICES=$devs, }exit $rc)"
   fi
 }
+
+# summary WHAT: the last line, the tally line, the exit status.
+summary() {
+  if [ -n "$skips" ]; then
+    echo "skipped:$skips"
+  fi
+  if [ $failed -ne 0 ]; then
+    echo "failed:$failures"
+  fi
+  within=""
+  if [ $part_cases -ne 0 ] || [ $part_tests -ne 0 ]; then
+    within=" (within those that passed: $part_cases cases and $part_tests tests skipped)"
+  fi
+  echo "$1: $passed passed$within, $failed failed, $skipped skipped in $(( $(date +%s) - start )) s"
+  if [ -n "$GP_TEST_TALLY" ]; then
+    echo "runs $passed $failed $skipped $part_cases $part_tests" >> "$GP_TEST_TALLY"
+    printf '%s\n' "$failures" | sed -n 's/^  \(..*\)/failed \1/p' >> "$GP_TEST_TALLY"
+  fi
+  [ $failed -eq 0 ]
+}
+
+if [ -n "$one" ]; then
+  run "$one" "" "$@"
+  summary "$one"
+  exit $?
+fi
 
 if [ "$BACKEND" = cpu ]; then device_runs="1 4"; else device_runs=""; fi
 
@@ -140,8 +227,4 @@ if [ -n "$examples" ] && [ -d "$examples" ]; then
   fi
 fi
 
-if [ $failed -ne 0 ]; then
-  echo "failed:$failures"
-fi
-echo "$passed passed, $failed failed, $skipped skipped"
-[ $failed -eq 0 ]
+summary "tests $dir${SAN:+ (SAN=$SAN)}"

@@ -252,6 +252,7 @@ END_TEST
 static Suite *amd_kernels_suite(void) {
   Suite *s = suite_create("amd_kernels");
   TCase *tc = tcase_create("lds");
+  case_runs_without_device(tc); /* arithmetic on the layouts: no device call */
   tcase_add_test(tc, test_gemm_lds);
   tcase_add_loop_test(tc, test_attention_lds, 0, 3);
   tcase_add_loop_test(tc, test_attention_bwd_lds, 0, 3);
@@ -259,4 +260,4 @@ static Suite *amd_kernels_suite(void) {
   return s;
 }
 
-CHECK_MAIN(amd_kernels_suite)
+int main(void) { return run_suite("test_amd_kernels", amd_kernels_suite()); }

@@ -28,6 +28,7 @@
 #include <gpuport.h>
 
 #include "attention_impl.h"
+#include "check_util.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -102,11 +103,6 @@ static const acase_t cases[] = {
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
-
 static void *dev_upload(const void *host, size_t bytes, gp_stream_t s, int async) {
   void *p = NULL;
   ck_assert_int_eq(gp_malloc(&p, bytes), GP_SUCCESS);
@@ -128,10 +124,6 @@ static int64_t at(const strides_t *t, int64_t b, int64_t s, int64_t h, int64_t c
 
 static void run_case(const acase_t *c, int mode) {
   const char *mname = mode_names[mode];
-  if (!have_device()) {
-    printf("  no device: skipped\n");
-    return;
-  }
   const size_t es = gp_dtype_size(c->dtype);
   const int64_t dv = c->dv ? c->dv : c->d;
   const int varlen = c->lens_q != NULL;
@@ -511,7 +503,6 @@ static void expect_fail(const gp_attention_desc_t *d, gp_stream_t s, gp_status_t
 }
 
 START_TEST(test_errors) {
-  if (!have_device()) return;
   ck_assert_int_eq(gp_malloc(&g_buf, 4096), GP_SUCCESS);
   gp_attention_desc_t d;
 
@@ -669,12 +660,6 @@ static Suite *attention_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_attention: seed %llu (replay with GP_TEST_SEED=%llu)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(attention_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_attention", (unsigned long long)g_seed);
+  return run_suite("test_attention", attention_suite());
 }

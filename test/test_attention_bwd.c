@@ -36,6 +36,7 @@
 #include <gpuport.h>
 
 #include "attention_impl.h"
+#include "check_util.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -101,11 +102,6 @@ static const bcase_t cases[] = {
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 /* ---- helpers ------------------------------------------------------------------------ */
-
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
 
 typedef struct strides {
   int64_t bs, ss, hs;
@@ -425,10 +421,6 @@ static int mfma_takes(const bcase_t *c) {
 
 START_TEST(test_case) {
   const bcase_t *c = &cases[_i];
-  if (!have_device()) {
-    printf("  no device: skipped\n");
-    return;
-  }
   run_t r;
   setup(&r, c);
   const int cpu = gp_backend() == GP_BACKEND_CPU;
@@ -561,7 +553,6 @@ static void expect_fail(const gp_attention_desc_t *d, const void *d_o, void *dq,
 #define GRADS at(OFF_DO), at(OFF_DQ), at(OFF_DK), at(OFF_DV)
 
 START_TEST(test_errors) {
-  if (!have_device()) return;
   const size_t total = 16384;
   ck_assert_int_eq(gp_malloc(&g_buf, total), GP_SUCCESS);
   ck_assert_int_eq(gp_memset(g_buf, 0x11, total), GP_SUCCESS);
@@ -667,6 +658,7 @@ static Suite *attention_bwd_suite(void) {
   tcase_add_test(tc, test_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("reference");
+  case_runs_without_device(tc); /* the float64 reference against finite differences */
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_reference_fd, 0, (int)(sizeof(fd_cases) / sizeof(fd_cases[0])));
   suite_add_tcase(s, tc);
@@ -679,12 +671,6 @@ static Suite *attention_bwd_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_attention_bwd: seed %llu (replay with GP_TEST_SEED=%llu)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(attention_bwd_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_attention_bwd", (unsigned long long)g_seed);
+  return run_suite("test_attention_bwd", attention_bwd_suite());
 }

@@ -282,7 +282,8 @@ static void rank_teardown(rankbuf_t *b) {
 
 START_TEST(threads_every_op) {
   int ndev = devices();
-  if (ndev < 2 && gp_backend() == GP_BACKEND_CPU) return; /* the one-device run: processes */
+  SKIP_IF(ndev < 2 && gp_backend() == GP_BACKEND_CPU,
+          "one device: the processes_* tests run these");
   void *host = malloc(MAX_BYTES);
   ck_assert_ptr_nonnull(host);
   for (int n = 1; n <= (ndev < 4 ? ndev : 4); n++) {
@@ -321,7 +322,7 @@ END_TEST
 /* Every rank of an all-reduce holds the same bits (one rank reduces each element). */
 START_TEST(threads_identical_bits) {
   int ndev = devices();
-  if (ndev < 3) return;
+  SKIP_IF(ndev < 3, "needs 3 devices, %d here", ndev);
   gp_comm_t comms[3];
   OK(gp_comm_init_all(comms, 3, NULL));
   const size_t k = 4099;
@@ -351,7 +352,7 @@ END_TEST
  * one thread driving every rank; on the default streams. */
 START_TEST(threads_group_sendrecv) {
   int n = devices() < 4 ? devices() : 4;
-  if (n < 2) return;
+  SKIP_IF(n < 2, "needs 2 devices, %d here", n);
   gp_comm_t comms[4];
   OK(gp_comm_init_all(comms, n, NULL));
   enum { M = 3 };
@@ -401,7 +402,7 @@ END_TEST
 
 /* gp_comm_split in a group (one thread owns every rank), then a collective on the halves. */
 START_TEST(threads_split) {
-  if (devices() < 4) return;
+  SKIP_IF(devices() < 4, "needs 4 devices, %d here", devices());
   gp_comm_t comms[4], sub[4];
   OK(gp_comm_init_all(comms, 4, NULL));
   OK(gp_group_start());
@@ -469,7 +470,7 @@ static void *init_thread(void *p) {
  * group, and non-blocking. */
 START_TEST(threads_init_rank) {
   int n = devices() < 3 ? devices() : 3;
-  if (n < 2) return;
+  SKIP_IF(n < 2, "needs 2 devices, %d here", n);
   init_arg_t a[3];
   pthread_t th[3];
   gp_comm_id_t id;
@@ -525,7 +526,7 @@ END_TEST
 
 /* Mismatched calls fail on every rank, naming the collective. */
 START_TEST(threads_mismatch) {
-  if (devices() < 2) return;
+  SKIP_IF(devices() < 2, "needs 2 devices, %d here", devices());
   gp_comm_t comms[2];
   OK(gp_comm_init_all(comms, 2, NULL));
   float *x[2];
@@ -557,7 +558,7 @@ END_TEST
 
 /* A rank that never arrives: GP_ERROR_TIMEOUT after the timeout, not a hang. */
 START_TEST(threads_timeout) {
-  if (devices() < 2) return;
+  SKIP_IF(devices() < 2, "needs 2 devices, %d here", devices());
   setenv("GP_COMM_TIMEOUT_S", "0.5", 1);
   gp_comm_t comms[2];
   OK(gp_comm_init_all(comms, 2, NULL));
@@ -589,7 +590,7 @@ static void *abort_later(void *p) {
 
 /* gp_comm_abort of an absent peer fails a waiting rank at once (the timeout is long). */
 START_TEST(threads_abort) {
-  if (devices() < 2) return;
+  SKIP_IF(devices() < 2, "needs 2 devices, %d here", devices());
   gp_comm_t comms[2];
   OK(gp_comm_init_all(comms, 2, NULL));
   float *x;
@@ -793,7 +794,7 @@ static int child_matrix(int rank, int n, const gp_comm_id_t *id, void *arg) {
 }
 
 START_TEST(processes_every_op) {
-  if (devices() != 1) return; /* the four-device run does these as threads */
+  SKIP_IF(devices() != 1, "%d devices: the threads_* tests run these", devices());
   for (int n = 2; n <= 4; n++) {
     gp_comm_id_t id;
     OK(gp_comm_get_unique_id(&id));
@@ -934,7 +935,7 @@ static int child_fault(int rank, int n, const gp_comm_id_t *id, void *p) {
 }
 
 START_TEST(processes_killed_rank) {
-  if (devices() != 1) return;
+  SKIP_IF(devices() != 1, "%d devices: the run with one runs these", devices());
   gp_comm_id_t id;
   OK(gp_comm_get_unique_id(&id));
   fault_arg_t a = {0, 60.0};
@@ -945,7 +946,7 @@ START_TEST(processes_killed_rank) {
 END_TEST
 
 START_TEST(processes_absent_slow_mismatch) {
-  if (devices() != 1) return;
+  SKIP_IF(devices() != 1, "%d devices: the run with one runs these", devices());
   gp_comm_id_t id;
   fault_arg_t absent = {1, 1.0}, slow = {2, 30.0}, mismatch = {3, 30.0};
   OK(gp_comm_get_unique_id(&id));
@@ -959,7 +960,7 @@ START_TEST(processes_absent_slow_mismatch) {
 END_TEST
 
 START_TEST(processes_split_sendrecv) {
-  if (devices() != 1) return;
+  SKIP_IF(devices() != 1, "%d devices: the run with one runs these", devices());
   gp_comm_id_t id;
   fault_arg_t split = {4, 30.0}, sr = {5, 30.0};
   OK(gp_comm_get_unique_id(&id));
@@ -1387,10 +1388,8 @@ int main(void) {
   print_seed("test_comm", (unsigned long long)g_seed);
   if (gp_backend() == GP_BACKEND_CPU) return run_suite("test_comm", suite());
   gp_comm_id_t id;
-  if (have_device() && gp_comm_get_unique_id(&id) == GP_ERROR_NOT_SUPPORTED) {
-    printf("test_comm: skipped: %s\n", gp_last_error_message());
-    return 77;
-  }
+  if (have_device() && gp_comm_get_unique_id(&id) == GP_ERROR_NOT_SUPPORTED)
+    return skip_suite("test_comm", "%s", gp_last_error_message());
   gp_ref_comm_set_native_accumulation(true);
   return run_suite("test_comm", gpu_suite());
 }

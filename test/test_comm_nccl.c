@@ -1,15 +1,16 @@
 /*
  * test_comm_nccl.c - the NCCL/RCCL mapping (src/gpu/nccl.c) checked in CI without a GPU.
  *
- * How: this file compiles src/gpu/nccl.c itself into the cpu build's test (its two entry
- * points renamed, so nothing clashes with a library), gives it fake runtime hooks (a
+ * How: this test links nccl.c's object (the cpu build compiles it for this test alone,
+ * the cuda and hip builds have it in their library), gives it fake runtime hooks (a
  * "native stream" is the cpu stream's address; an event remembers how much work the
  * mock had accepted on its stream), switches the funnel of src/comm.c to it
  * (gp__comm_set_backend), and loads test/mock/nccl_mock.c's libnccl.so.2 through
  * GP_NCCL_LIBRARY. So the public calls run the real funnel and the real mapping down to
  * the NCCL ABI, and the mock's log shows what NCCL would have received. The
  * health-checked wait that the cuda/hip backends' synchronising calls make is called
- * directly (test_nccl_wait), since the cpu backend's own synchronisation does not use it.
+ * directly (gp__nccl_wait), since the cpu backend's own synchronisation does not use it.
+ * What the mapping keeps to itself is read through its test seam (gpu/nccl.h).
  *
  * Checked: the version gate before any other symbol, a missing library, the config
  * (2.14 layout, non-blocking), every dtype and reduction enum, the argument order of
@@ -17,7 +18,9 @@
  * wrong element size show in the data), groups and their nesting, ncclInProgress,
  * all-to-all's three spellings (NCCL 2.28, RCCL, send/recv before), fp8 gating, split,
  * finalize/destroy, async errors and timeouts turned into errors with an abort, and an
- * abort that hangs.
+ * abort that hangs. The cuda and hip builds run the loading case, with or without a
+ * device; the rest needs the cpu backend (the mock copies host memory, and the fake
+ * hooks take cpu streams).
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -31,29 +34,13 @@
 #include <unistd.h>
 #include <gpuport.h>
 
+#include "comm.h"
+#include "gpu/nccl.h"
 #ifdef GP_BUILD_CPU
-#define gp__nccl_backend test_nccl_backend
-#define gp__nccl_wait test_nccl_wait
-#include "gpu/nccl.c"
 #include "cpu/cpu.h"
+#endif
+#include "check_util.h"
 #include "ref_comm.h"
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-#define FAILS(expr, status, word)                                                          \
-  do {                                                                                     \
-    gp_status_t f_s_ = (expr);                                                             \
-    ck_assert_msg(f_s_ == (status), "%s -> %s, expected %s: %s", #expr,                    \
-                  gp_status_name(f_s_), gp_status_name(status), gp_last_error_message());  \
-    ck_assert_msg(strstr(gp_last_error_message(), (word)) != NULL,                         \
-                  "%s: message '%s' does not name '%s'", #expr, gp_last_error_message(),   \
-                  (word));                                                                 \
-  } while (0)
 
 static char g_mock[PATH_MAX];
 static const char *(*mock_log)(void);
@@ -77,7 +64,11 @@ static void *fake_native(gp_stream_t s) {
   if (s == GP_STREAM_PER_THREAD) return (void *)0x2;
   return (void *)s;
 }
+#ifdef GP_BUILD_CPU
 static int fake_stream_device(gp_stream_t s) { return gp__cpu_stream_device(s); }
+#else
+static int fake_stream_device(gp_stream_t s) { (void)s; return 0; } /* loading makes no stream */
+#endif
 static gp_status_t fake_set_device(int d) {
   if (g_nset < 8) g_set_device[g_nset++] = d;
   return GP_SUCCESS;
@@ -112,16 +103,11 @@ static gp__nccl_hooks_t g_hooks = {
 
 /* Forgets the loaded library, so the next communicator loads it again (version knobs). */
 static void reload(long version, bool rccl) {
-  pthread_mutex_lock(&L.mu);
-  L.tried = false;
-  L.st = GP_SUCCESS;
-  L.split = NULL;
-  L.all_to_all = NULL;
-  pthread_mutex_unlock(&L.mu);
+  gp__nccl_forget_library();
   mock_set("version", version);
   g_hooks.rccl = rccl;
   g_hooks.vendor = rccl ? "RCCL" : "NCCL";
-  gp__comm_set_backend(test_nccl_backend(&g_hooks));
+  gp__comm_set_backend(gp__nccl_backend(&g_hooks));
   mock_clear();
   g_nset = 0;
 }
@@ -135,6 +121,28 @@ static void setup(void) {
   reload(22803, false);
 }
 
+/* ---- loading (every build) ---------------------------------------------------------------- */
+
+START_TEST(loading) {
+  setenv("GP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  reload(22803, false);
+  gp_comm_id_t id;
+  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "/nonexistent/libnccl.so.2");
+  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "GP_NCCL_LIBRARY");
+  /* Too old: refused after ncclGetVersion alone. */
+  setenv("GP_NCCL_LIBRARY", g_mock, 1);
+  reload(21203, false);
+  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "2.12.3");
+  ck_assert_str_eq(mock_log(), "ncclGetVersion\n");
+  reload(30000, false);
+  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "3.0.0");
+  reload(21403, false);
+  OK(gp_comm_get_unique_id(&id));
+  ck_assert_int_eq(gp__nccl_library_version(), 21403);
+}
+END_TEST
+
+#ifdef GP_BUILD_CPU
 static void expect_log(const char *needle) {
   ck_assert_msg(strstr(mock_log(), needle) != NULL, "the mock did not see \"%s\"; it saw:\n%s",
                 needle, mock_log());
@@ -160,26 +168,8 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- tests ---------------------------------------------------------------------------------- */
+/* ---- the mapping (cpu build) -------------------------------------------------------------- */
 
-START_TEST(loading) {
-  setenv("GP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
-  reload(22803, false);
-  gp_comm_id_t id;
-  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "/nonexistent/libnccl.so.2");
-  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "GP_NCCL_LIBRARY");
-  /* Too old: refused after ncclGetVersion alone. */
-  setenv("GP_NCCL_LIBRARY", g_mock, 1);
-  reload(21203, false);
-  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "2.12.3");
-  ck_assert_str_eq(mock_log(), "ncclGetVersion\n");
-  reload(30000, false);
-  FAILS(gp_comm_get_unique_id(&id), GP_ERROR_NOT_SUPPORTED, "3.0.0");
-  reload(21403, false);
-  OK(gp_comm_get_unique_id(&id));
-  ck_assert_int_eq(L.version, 21403);
-}
-END_TEST
 
 START_TEST(init_config_destroy) {
   gp_comm_t c = one_rank(NULL);
@@ -264,7 +254,7 @@ START_TEST(every_dtype_and_op) {
   snprintf(want, sizeof want, "ncclAllReduce send=%p recv=%p count=3 type=7 op=0 rank=0 stream=%p",
            send, send, (void *)0x1);
   expect_log(want);
-  OK(test_nccl_wait(NULL, 0, "test"));
+  OK(gp__nccl_wait(NULL, 0, "test"));
   OK(gp_free(send));
   OK(gp_free(recv));
   OK(gp_stream_destroy(s));
@@ -311,7 +301,7 @@ START_TEST(every_collective) {
            "ncclRecv buf=%p count=4 type=6 peer=0 rank=0 stream=%p\nncclGroupEnd\n",
            a, L1, b, L1);
   ck_assert_str_eq(mock_log(), want);
-  OK(test_nccl_wait(NULL, 0, "test"));
+  OK(gp__nccl_wait(NULL, 0, "test"));
   OK(gp_free(a));
   OK(gp_free(b));
   OK(gp_comm_destroy(c));
@@ -342,7 +332,7 @@ START_TEST(versions_and_rccl) {
   OK(gp_comm_split(c, GP_COMM_SPLIT_NOCOLOR, 0, &sub));
   ck_assert_ptr_null(sub);
   expect_log("ncclCommSplit rank=0 color=-1 key=0");
-  OK(test_nccl_wait(NULL, 0, "test"));
+  OK(gp__nccl_wait(NULL, 0, "test"));
   OK(gp_comm_destroy(c));
 
   reload(21403, false);
@@ -356,7 +346,7 @@ START_TEST(versions_and_rccl) {
   mock_clear();
   OK(gp_all_to_all(a, b, 2, GP_F32, c, NULL));
   expect_log("ncclAllToAll send=");
-  OK(test_nccl_wait(NULL, 0, "test"));
+  OK(gp__nccl_wait(NULL, 0, "test"));
   OK(gp_comm_destroy(c));
   OK(gp_free(a));
   OK(gp_free(b));
@@ -417,17 +407,18 @@ START_TEST(health_checked_wait) {
   pthread_t th;
   pthread_create(&th, NULL, release_later, &rel);
   double t0 = now_s();
-  OK(test_nccl_wait(NULL, 0, "gp_stream_synchronize"));
+  OK(gp__nccl_wait(NULL, 0, "gp_stream_synchronize"));
   ck_assert(now_s() - t0 >= 0.09);
   pthread_join(th, NULL);
-  ck_assert_int_eq(atomic_load(&g_npending), 0);
+  ck_assert_int_eq(gp__nccl_pending(), 0);
 
   /* an async error: GP_ERROR_COMM with NCCL's own words, and an abort */
   mock_set("hang", 1);
   OK(gp_all_reduce(x, x, 4, GP_F32, GP_SUM, c, NULL));
   mock_set("async_error", 6);
   mock_clear();
-  FAILS(test_nccl_wait((void *)0x1, 0, "gp_stream_synchronize"), GP_ERROR_COMM, "mock: peer rank 1 vanished");
+  FAILS(gp__nccl_wait((void *)0x1, 0, "gp_stream_synchronize"), GP_ERROR_COMM,
+        "mock: peer rank 1 vanished");
   ck_assert(strstr(gp_last_error_message(), "remote process exited"));
   expect_log("ncclCommAbort rank=0");
   gp_status_t st = GP_SUCCESS;
@@ -442,7 +433,7 @@ START_TEST(health_checked_wait) {
   OK(gp_all_reduce(x, x, 4, GP_F32, GP_SUM, c, NULL));
   mock_clear();
   t0 = now_s();
-  FAILS(test_nccl_wait(NULL, 0, "gp_event_synchronize"), GP_ERROR_TIMEOUT, "has not completed");
+  FAILS(gp__nccl_wait(NULL, 0, "gp_event_synchronize"), GP_ERROR_TIMEOUT, "has not completed");
   double dt = now_s() - t0;
   ck_assert_msg(dt >= 0.25 && dt < 3, "timed out after %.2f s", dt);
   expect_log("ncclCommAbort rank=0");
@@ -469,12 +460,20 @@ START_TEST(abort_that_hangs) {
 }
 END_TEST
 
+#endif /* GP_BUILD_CPU */
+
 static Suite *suite(void) {
   Suite *s = suite_create("comm_nccl");
-  TCase *tc = tcase_create("comm_nccl");
+  TCase *tc = tcase_create("loading");
   tcase_set_timeout(tc, 60);
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, loading);
+  case_runs_without_device(tc); /* dlopen and ncclGetVersion, no device call */
+  suite_add_tcase(s, tc);
+#ifdef GP_BUILD_CPU
+  tc = tcase_create("mapping");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, init_config_destroy);
   tcase_add_test(tc, every_dtype_and_op);
   tcase_add_test(tc, every_collective);
@@ -483,17 +482,19 @@ static Suite *suite(void) {
   tcase_add_test(tc, health_checked_wait);
   tcase_add_test(tc, abort_that_hangs);
   suite_add_tcase(s, tc);
+#else
+  skip_case("mapping", "the mock copies host memory and the fake hooks take cpu streams: the "
+                       "cpu build checks the mapping");
+#endif
   return s;
 }
 
-int main(int argc, char **argv) {
-  (void)argc;
+int main(void) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return 1;
   self[n] = 0;
   snprintf(g_mock, sizeof g_mock, "%s/mock/libnccl.so.2", dirname(self));
-  (void)argv;
   void *h = dlopen(g_mock, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     fprintf(stderr, "test_comm_nccl: cannot load the mock %s: %s\n", g_mock, dlerror());
@@ -514,16 +515,5 @@ int main(int argc, char **argv) {
   GET(mock_enqueued, "mock_nccl_enqueued");
   GET(mock_completed, "mock_nccl_completed");
   printf("test_comm_nccl: the NCCL mapping against %s\n", g_mock);
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return run_suite("test_comm_nccl", suite());
 }
-
-#else /* the cuda/hip builds compile the mapping into the library and test it on a GPU */
-int main(void) {
-  printf("test_comm_nccl: the mapping is tested on the cpu build (against a mock NCCL)\n");
-  return 0;
-}
-#endif

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <gpuport.h>
+#include "check_util.h"
 #include "ref.h"
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -61,20 +62,6 @@ GP_SYMBOL_DECLARE(kt_calls_w64);
 #else
 #define NBUILDS 1
 #endif
-
-#define OK(expr)                                                                           \
-  do {                                                                                     \
-    gp_status_t ok_s_ = (expr);                                                            \
-    ck_assert_msg(ok_s_ == GP_SUCCESS, "%s -> %s: %s", #expr, gp_status_name(ok_s_),       \
-                  gp_last_error_message());                                                \
-  } while (0)
-
-static int have_device(void) {
-  int n = 0;
-  return gp_device_count(&n) == GP_SUCCESS && n > 0;
-}
-#define NEED_DEVICE()                                                                      \
-  if (!have_device()) return
 
 static uint64_t g_seed;
 
@@ -148,7 +135,6 @@ static void poly_check(gp_kernel_t k, gp_stream_t s, const float *coef, int n, c
  * synchronously and on a stream; gp_memcpy_from_symbol reads it back; a __device__
  * counter is reached through gp_symbol_address and the copies. */
 START_TEST(symbols_constant_and_device) {
-  NEED_DEVICE();
   gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_poly)
 #ifdef GP_BUILD_CPU
                              , GP_KERNEL_REF(kt_poly_w64)
@@ -204,7 +190,6 @@ START_TEST(symbols_constant_and_device) {
 END_TEST
 
 START_TEST(symbol_errors) {
-  NEED_DEVICE();
   float v[NCOEF + 1] = {0};
   ck_assert_int_eq(gp_memcpy_to_symbol(GP_SYMBOL_REF(kt_coef), v, sizeof(float), NCOEF * sizeof(float)),
                    GP_ERROR_INVALID_VALUE);
@@ -232,7 +217,6 @@ END_TEST
 /* Inputs are small random integers, so every partial sum is exact in binary16 (sums up to
  * 2048) and bfloat16 (up to 256): the float64 reference must match exactly. */
 START_TEST(atomics_f16_bf16) {
-  NEED_DEVICE();
   gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_atomic_half)
 #ifdef GP_BUILD_CPU
                              , GP_KERNEL_REF(kt_atomic_half_w64)
@@ -325,7 +309,6 @@ static int coop_max_blocks(gp_kernel_t k, int threads) {
 /* gp_grid_sync separates the phases of a grid-wide reduction: every block reads every
  * other block's partial sum, three rounds in a row. */
 START_TEST(cooperative_grid_sync) {
-  NEED_DEVICE();
   gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_coop_sum)
 #ifdef GP_BUILD_CPU
                              , GP_KERNEL_REF(kt_coop_sum_w64)
@@ -376,7 +359,6 @@ END_TEST
 /* Every block of a cooperative grid is resident at once: each waits for the flags of
  * all the others, which only works if they all run. */
 START_TEST(cooperative_blocks_progress_together) {
-  NEED_DEVICE();
   int blocks = coop_max_blocks(GP_KERNEL_REF(kt_coop_flags), 32);
   if (blocks > 64) blocks = 64;
   int *flags = NULL, *out = NULL, h[64];
@@ -399,7 +381,6 @@ START_TEST(cooperative_blocks_progress_together) {
 END_TEST
 
 START_TEST(cooperative_limits) {
-  NEED_DEVICE();
   int blocks = coop_max_blocks(GP_KERNEL_REF(kt_coop_bad), 64), mode = 1;
   int *out = NULL;
   OK(gp_malloc((void **)&out, (size_t)(blocks + 1) * sizeof(int)));
@@ -467,8 +448,7 @@ static void thread_fault_check(gp_kernel_t k, void **args, const char *reason) {
 /* A GPU thread that overflows its stack hits the guard page below it: the launch
  * fails naming it, on the worker's stack (before any barrier) and on a fiber's. */
 START_TEST(stack_overflow_fails_launch) {
-  NEED_DEVICE();
-  if (RUNNING_ON_VALGRIND) return; /* valgrind reports the overflow itself */
+  SKIP_IF(RUNNING_ON_VALGRIND, "valgrind reports the overflow itself");
   int *out = NULL;
   OK(gp_malloc((void **)&out, 256 * sizeof(int)));
   for (int sync = 0; sync < 2; sync++) {
@@ -486,8 +466,7 @@ END_TEST
 #if !defined(__SANITIZE_ADDRESS__)
 /* A store through a wild pointer fails the launch like a GPU's illegal address. */
 START_TEST(wild_pointer_fails_launch) {
-  NEED_DEVICE();
-  if (RUNNING_ON_VALGRIND) return;
+  SKIP_IF(RUNNING_ON_VALGRIND, "valgrind reports the wild store itself");
   int *out = NULL, bad_block = 2, bad = 37, *wild = (int *)(uintptr_t)64;
   OK(gp_malloc((void **)&out, 256 * sizeof(int)));
   void *args[] = {&bad_block, &bad, &wild, &out};
@@ -502,7 +481,6 @@ END_TEST
  * a child process runs the faulty launch; its report must name kt_exec.cu and the line
  * the kernel gives (learnt from an in-bounds run). */
 START_TEST(asan_reports_kernel_line) {
-  NEED_DEVICE();
   int n = 100, over = 0, line = 0, *dline = NULL;
   float *hx = calloc((size_t)n, sizeof(float));
   float *dx = upload(hx, (size_t)n * sizeof(float)), *dy = dev_nan((size_t)n);
@@ -876,10 +854,6 @@ static Suite *executor_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_executor: seed %llu (GP_TEST_SEED replays)\n", (unsigned long long)g_seed);
-  SRunner *r = srunner_create(executor_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_executor", (unsigned long long)g_seed);
+  return run_suite("test_executor", executor_suite());
 }

@@ -29,6 +29,7 @@
 #include <gpuport.h>
 
 #include "gemm.h"
+#include "check_util.h"
 #include "ref.h"
 #include "ref_gemm.h"
 #ifdef GP_BUILD_CPU
@@ -1013,23 +1014,6 @@ static Suite *gemm_suite(void) {
 
 int main(void) {
   g_seed = gp_ref_default_seed();
-  printf("test_gemm: seed 0x%llx (replay with GP_TEST_SEED=0x%llx)\n", (unsigned long long)g_seed,
-         (unsigned long long)g_seed);
-  fflush(stdout);
-  SRunner *sr = srunner_create(gemm_suite());
-  if (gp_backend() != GP_BACKEND_CPU) {
-    /* The GPU runtimes are undefined after fork: run in one process, and skip (exit 77,
-     * automake's convention) when no device answers. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    int n = 0;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0) {
-      printf("test_gemm: no %s device: skipped\n", gp_backend_name());
-      srunner_free(sr);
-      return 77;
-    }
-  }
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  print_seed("test_gemm", (unsigned long long)g_seed);
+  return run_suite("test_gemm", gemm_suite());
 }

@@ -4,8 +4,9 @@
  * answers, a round trip through the mapped runtime calls.
  *
  * Only one vendor compiles per build: the cuda build checks CUDA's codes, the hip build
- * HIP's. The cpu build has no mapping and says so. Tests that need a device skip (and
- * pass) with a message when none answers, as on CI machines without a GPU.
+ * HIP's. The cpu build has no mapping: the suite is skipped there. The table, the
+ * messages, sticky faults and the behaviour without a device run on every machine
+ * (CI's have no GPU); the round trip needs a device.
  */
 #include <check.h>
 #include <stdio.h>
@@ -27,13 +28,12 @@ typedef struct row {
 } row_t;
 
 #if defined(GP_BUILD_CUDA)
-#define VENDOR "cuda"
 static const row_t rows[] = {
   {cudaSuccess, GP_SUCCESS, false, "cudaSuccess"},
   {cudaErrorInvalidValue, GP_ERROR_INVALID_VALUE, false, "cudaErrorInvalidValue"},
   {cudaErrorMemoryAllocation, GP_ERROR_OUT_OF_MEMORY, false, "cudaErrorMemoryAllocation"},
   {cudaErrorNoDevice, GP_ERROR_NO_DEVICE, false, "cudaErrorNoDevice"},
-  /* What CUDA returns on a machine without a driver (KERNELS.md). */
+  /* What CUDA returns on a machine without a driver (docs/design/ARCHITECTURE.md "Errors"). */
   {35, GP_ERROR_NO_DEVICE, false, "cudaErrorInsufficientDriver"},
   {cudaErrorStubLibrary, GP_ERROR_NO_DEVICE, false, "cudaErrorStubLibrary"},
   {cudaErrorInvalidDevice, GP_ERROR_INVALID_DEVICE, false, "cudaErrorInvalidDevice"},
@@ -64,12 +64,11 @@ static const row_t rows[] = {
 #define FAULT_NAME "cudaErrorIllegalAddress"
 #define ARCH_PREFIX "sm_"
 #else
-#define VENDOR "hip"
 static const row_t rows[] = {
   {hipSuccess, GP_SUCCESS, false, "hipSuccess"},
   {hipErrorInvalidValue, GP_ERROR_INVALID_VALUE, false, "hipErrorInvalidValue"},
   {hipErrorOutOfMemory, GP_ERROR_OUT_OF_MEMORY, false, "hipErrorOutOfMemory"},
-  /* What HIP returns on a machine without a device (KERNELS.md). */
+  /* What HIP returns on a machine without a device (docs/design/ARCHITECTURE.md "Errors"). */
   {100, GP_ERROR_NO_DEVICE, false, "hipErrorNoDevice"},
   {hipErrorInsufficientDriver, GP_ERROR_NO_DEVICE, false, "hipErrorInsufficientDriver"},
   {hipErrorInvalidDevice, GP_ERROR_INVALID_DEVICE, false, "hipErrorInvalidDevice"},
@@ -153,17 +152,6 @@ END_TEST
 
 /* ---- with the runtime itself --------------------------------------------------- */
 
-/* True when a device answers; otherwise says why the test is skipped. */
-static bool device_or_skip(const char *test) {
-  int n = -1;
-  gp_status_t s = gp_device_count(&n);
-  if (s == GP_SUCCESS && n > 0) return true;
-  ck_assert_int_eq(s, GP_ERROR_NO_DEVICE); /* no device is reported as such, nothing else */
-  ck_assert_int_eq(n, 0);
-  printf("%s: skipped, no " VENDOR " device: %s\n", test, gp_last_error_message());
-  return false;
-}
-
 START_TEST(test_no_device_or_count) {
   int n = -1;
   gp_status_t s = gp_device_count(&n);
@@ -183,7 +171,6 @@ START_TEST(test_no_device_or_count) {
 END_TEST
 
 START_TEST(test_props) {
-  if (!device_or_skip("test_props")) return;
   gp_device_props_t p;
   gp_device_props_init(&p);
   ck_assert_int_eq(gp_device_get_props(&p, 0), GP_SUCCESS);
@@ -201,7 +188,6 @@ END_TEST
 static void set_flag(void *user) { *(int *)user = 1; }
 
 START_TEST(test_round_trip) {
-  if (!device_or_skip("test_round_trip")) return;
   ck_assert_int_eq(gp_device_set(0), GP_SUCCESS);
   enum { N = 1 << 16 };
   uint32_t *d = NULL, *h = malloc(N * sizeof(uint32_t));
@@ -261,36 +247,26 @@ END_TEST
 static Suite *suite(void) {
   Suite *s = suite_create("gpu_errors");
   TCase *t = tcase_create("map");
+  case_runs_without_device(t);
   tcase_add_loop_test(t, test_map_row, 0, NROWS);
   tcase_add_test(t, test_message);
   tcase_add_test(t, test_fault_is_sticky);
+  tcase_add_test(t, test_no_device_or_count);
   suite_add_tcase(s, t);
   t = tcase_create("runtime");
   tcase_set_timeout(t, 60);
-  tcase_add_test(t, test_no_device_or_count);
   tcase_add_test(t, test_props);
   tcase_add_test(t, test_round_trip);
   suite_add_tcase(s, t);
   return s;
 }
 
+int main(void) { return run_suite("test_gpu_errors", suite()); }
+
 #else /* the cpu backend */
 
-START_TEST(test_not_compiled) {
-  printf("test_not_compiled: the CUDA/HIP error mapping is not compiled into the %s "
-         "backend; build with BACKEND=cuda or BACKEND=hip to test it\n", gp_backend_name());
-  ck_assert_int_eq(gp_backend(), GP_BACKEND_CPU);
-  ck_assert_str_eq(gp_backend_name(), "cpu");
-}
-END_TEST
-
-static Suite *suite(void) {
-  Suite *s = suite_create("gpu_errors");
-  TCase *t = tcase_create("cpu");
-  tcase_add_test(t, test_not_compiled);
-  suite_add_tcase(s, t);
-  return s;
+int main(void) {
+  return skip_suite("test_gpu_errors", "the CUDA/HIP error mapping is not compiled into the %s "
+                    "backend (BACKEND=cuda or BACKEND=hip tests it)", gp_backend_name());
 }
 #endif
-
-CHECK_MAIN(suite)

@@ -133,7 +133,6 @@ static void reset_flag(void *flag) { atomic_store((atomic_int *)flag, 0); }
 /* ---- capture and replay of every kind of operation ---------------------------------------- */
 
 START_TEST(capture_each_kind_and_replay) {
-  NEED_DEVICE();
   enum { N = 300, W = 24, H = 5, ITEMS = 37, REPLAYS = 12 };
   gp_stream_t s;
   OK(gp_stream_create(&s));
@@ -233,7 +232,6 @@ END_TEST
 /* A chain of kernels replayed many times accumulates exactly: each replay is one more
  * run of the whole chain, in order. */
 START_TEST(chain_replayed_many_times) {
-  NEED_DEVICE();
   enum { N = 1000, CHAIN = 20, REPLAYS = 50 };
   gp_stream_t s;
   OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
@@ -276,7 +274,6 @@ END_TEST
  * stream's slow host function through an event, and the origin's last copy depends on
  * both branches. Any dependency the graph lost would show as a wrong value. */
 START_TEST(fork_join_across_streams) {
-  NEED_DEVICE();
   enum { N = 512, REPLAYS = 4 };
   gp_stream_t s0, s1, s2;
   OK(gp_stream_create(&s0));
@@ -370,8 +367,7 @@ END_TEST
 
 /* Streams of other devices join a capture too; each node runs on its own device. */
 START_TEST(capture_across_devices) {
-  int n = devices();
-  if (n < 2) return;
+  NEED_DEVICES(2, n);
   enum { N = 256 };
   gp_stream_t s0, s1;
   gp_event_t e0, e1;
@@ -441,7 +437,6 @@ static void check_gemm(const float *a, const float *b, const float *c, int m, in
 }
 
 START_TEST(capture_gemm_and_attention) {
-  NEED_DEVICE();
   enum { M = 40, NN = 24, K = 33, B = 1, S = 45, HQ = 4, HKV = 2, D = 32, REPLAYS = 3 };
   gp_stream_t s;
   OK(gp_stream_create(&s));
@@ -549,7 +544,6 @@ END_TEST
 
 /* Launches of one executable graph run one after another, even on different streams. */
 START_TEST(launches_of_one_exec_in_turn) {
-  NEED_DEVICE();
   gp_stream_t a, b, c;
   OK(gp_stream_create_with_flags(&a, GP_STREAM_NON_BLOCKING));
   OK(gp_stream_create_with_flags(&b, GP_STREAM_NON_BLOCKING));
@@ -579,7 +573,6 @@ END_TEST
 
 /* A graph launched into a capturing stream becomes one node of the new graph. */
 START_TEST(child_graph_and_empty_graph) {
-  NEED_DEVICE();
   enum { N = 200 };
   gp_stream_t s;
   OK(gp_stream_create(&s));
@@ -639,7 +632,6 @@ END_TEST
  * by the next synchronisation, and the library stays usable (cpu backend: GPU faults are
  * sticky, so this part runs on the cpu backend only). */
 START_TEST(per_thread_stream_and_fault_in_graph) {
-  NEED_DEVICE();
   enum { N = 64 };
   float *d;
   OK(gp_malloc((void **)&d, N * sizeof(float)));
@@ -695,7 +687,6 @@ static void end_fails(gp_stream_t s, gp_status_t status, const char *word) {
 }
 
 START_TEST(operations_a_capture_forbids) {
-  NEED_DEVICE();
   gp_stream_t s, nb;
   OK(gp_stream_create(&s));
   OK(gp_stream_create_with_flags(&nb, GP_STREAM_NON_BLOCKING));
@@ -804,7 +795,6 @@ static void *try_end(void *p) {
 /* Global mode forbids other threads' unsafe calls too; thread-local mode does not. A
  * non-relaxed capture is ended by the thread that began it. */
 START_TEST(capture_modes_and_threads) {
-  NEED_DEVICE();
   gp_stream_t s;
   OK(gp_stream_create(&s));
   thread_try_t t = {GP_SUCCESS, GP_SUCCESS, s};
@@ -842,7 +832,6 @@ END_TEST
 
 /* Misuse of capture itself. */
 START_TEST(capture_misuse) {
-  NEED_DEVICE();
   gp_stream_t s, s2, s3;
   OK(gp_stream_create(&s));
   OK(gp_stream_create(&s2));

@@ -112,7 +112,6 @@ static void vadd_check(int n, unsigned block) {
 }
 
 START_TEST(vector_add_non_multiple) {
-  NEED_DEVICE();
   vadd_check(1000003, 256);
   vadd_check(1, 1024);
   vadd_check(77, 32);
@@ -120,7 +119,6 @@ START_TEST(vector_add_non_multiple) {
 END_TEST
 
 START_TEST(indices_3d) {
-  NEED_DEVICE();
   gp_dim3_t grid = gp_dim3(3, 2, 4), block = gp_dim3(4, 3, 5);
   unsigned nb = 3 * 2 * 4, nt = 4 * 3 * 5;
   size_t bytes = (size_t)nb * nt * 8 * sizeof(unsigned);
@@ -175,13 +173,11 @@ static void reduce_check(int dynamic, unsigned block) {
 }
 
 START_TEST(shared_static_reduction) {
-  NEED_DEVICE();
   reduce_check(0, 256);
 }
 END_TEST
 
 START_TEST(shared_dynamic_reduction) {
-  NEED_DEVICE();
   reduce_check(1, 128);
   reduce_check(1, 1024);
   reduce_check(1, 1);
@@ -189,7 +185,6 @@ START_TEST(shared_dynamic_reduction) {
 END_TEST
 
 START_TEST(atomics_many_threads) {
-  NEED_DEVICE();
   unsigned grid = 64, block = 128, total = grid * block;
   int hi[8] = {0, -1, 1 << 30, 0, 0, 0, 0, 0};
   unsigned hu[3] = {0, 0, 0xffffffffu};
@@ -333,14 +328,12 @@ static void warp_ops_check_at(gp_kernel_t k, unsigned W) {
 static void warp_ops_check(gp_kernel_t k) { warp_ops_check_at(k, (unsigned)k->warp_size); }
 
 START_TEST(warp_ops_native_width) {
-  NEED_DEVICE();
   warp_ops_check(GP_KERNEL_REF(kt_warp_ops));
 }
 END_TEST
 
 #ifdef GP_BUILD_CPU
 START_TEST(warp_ops_width_64) {
-  NEED_DEVICE();
   ck_assert_int_eq(gp__kernel_kt_warp_ops_w64.warp_size, 64);
   ck_assert_int_eq(GP_KERNEL_REF(kt_warp_ops)->warp_size, 32);
   warp_ops_check(&gp__kernel_kt_warp_ops_w64);
@@ -353,9 +346,9 @@ END_TEST
  * build runs the kernel's _w64 build, and the device reports 64. Needs a fresh process
  * (the variable is read once): Check's fork mode. */
 START_TEST(whole_program_width_64) {
-  if (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0) return;
+  SKIP_IF(getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0,
+          "needs Check's fork mode (a fresh process)");
   setenv("GP_CPU_WARP_SIZE", "64", 1);
-  NEED_DEVICE();
   gp_device_props_t p;
   gp_device_props_init(&p);
   OK(gp_device_get_props(&p, 0));
@@ -384,7 +377,6 @@ static void partial_warp_check(gp_kernel_t k) {
 }
 
 START_TEST(partial_warps) {
-  NEED_DEVICE();
   partial_warp_check(GP_KERNEL_REF(kt_partial_warp));
   partial_warp_check(&gp__kernel_kt_partial_warp_w64);
 }
@@ -408,7 +400,6 @@ static int hardcoded32_right(gp_kernel_t k) {
 }
 
 START_TEST(hardcoded_32_lanes_breaks_at_64) {
-  NEED_DEVICE();
   gp_kernel_t k = GP_KERNEL_REF(kt_hardcoded32);
   ck_assert_int_eq(hardcoded32_right(k), k->warp_size == 32);
 #ifdef GP_BUILD_CPU
@@ -440,16 +431,16 @@ static void fault_check(int mode, int sync) {
 }
 
 START_TEST(trap_fails_launch) {
-  NEED_DEVICE();
-  if (gp_backend() != GP_BACKEND_CPU) return; /* sticky on GPUs: the process is done */
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "a trap is sticky on a GPU: the process would be done");
   fault_check(0, 0);
   fault_check(0, 1);
 }
 END_TEST
 
 START_TEST(assert_fails_launch) {
-  NEED_DEVICE();
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "an assert is sticky on a GPU: the process would be done");
   fault_check(1, 0);
   fault_check(1, 1);
 }
@@ -474,7 +465,6 @@ static void divergent_check(int mode, const char *word) {
 }
 
 START_TEST(divergent_barrier_reported) {
-  NEED_DEVICE();
   if (gp_backend() != GP_BACKEND_CPU) return; /* a GPU would hang or worse */
   divergent_check(0, "divergent __syncthreads");
   divergent_check(1, "can never complete");
@@ -491,7 +481,6 @@ START_TEST(divergent_barrier_reported) {
 END_TEST
 
 START_TEST(syncthreads_count_and_or) {
-  NEED_DEVICE();
   int *out = dev_alloc(4 * sizeof(int)), h[4];
   void *args[] = {&out};
   launch_sync(GP_KERNEL_REF(kt_sync_ops), 1, 100, 0, args);
@@ -505,7 +494,6 @@ START_TEST(syncthreads_count_and_or) {
 END_TEST
 
 START_TEST(barriers_full_block) {
-  NEED_DEVICE();
   int iters = 100;
   unsigned grid = 3;
   int *out = dev_alloc(grid * sizeof(int)), h[3];
@@ -519,7 +507,6 @@ END_TEST
 
 #ifdef GP_BUILD_CPU
 START_TEST(no_fibers_without_sync) {
-  NEED_DEVICE();
   vadd_check(16, 16); /* warm up: the pool and the streams exist */
   gp__cpu_exec_stats_t st;
   gp__cpu_exec_stats_reset();
@@ -538,7 +525,6 @@ START_TEST(no_fibers_without_sync) {
 END_TEST
 
 START_TEST(pool_survives_fork) {
-  NEED_DEVICE();
   vadd_check(200000, 128); /* the pool runs */
   fflush(NULL);
   pid_t pid = fork();
@@ -567,7 +553,6 @@ START_TEST(pool_survives_fork) {
 END_TEST
 
 START_TEST(concurrent_streams) {
-  NEED_DEVICE();
   gp_stream_t s[3];
   int n = 256 * 200;
   unsigned nb = (unsigned)n / 256;
@@ -601,7 +586,7 @@ END_TEST
 /* GP_SHARED arrays have poisoned redzones: AddressSanitizer stops the process (exit
  * status 1) at a read one element past the end. Needs Check's fork mode. */
 START_TEST(shared_overflow_caught) {
-  if (!have_device() || (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0)) exit(1);
+  if ((getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0)) exit(1);
   int over = 0;
   float *out = dev_alloc(64 * sizeof(float));
   void *args[] = {&over, &out};
@@ -622,8 +607,7 @@ static void plain_vadd(int n, const float *a, const float *b, float *c) {
 static void (*volatile plain_vadd_ptr)(int, const float *, const float *, float *) = plain_vadd;
 
 START_TEST(bench_report) {
-  NEED_DEVICE();
-  if (!getenv("GP_KERNEL_BENCH")) return;
+  SKIP_IF(!getenv("GP_KERNEL_BENCH"), "GP_KERNEL_BENCH=1 runs this bandwidth report");
   int n = 1 << 24, reps = 10;
   size_t bytes = (size_t)n * sizeof(float);
   float *a = dev_alloc(bytes), *b = dev_alloc(bytes), *c = dev_alloc(bytes);
@@ -724,7 +708,6 @@ static void bench_kernels_check(gp_kernel_t vadd, gp_kernel_t gelu, gp_kernel_t 
 }
 
 START_TEST(library_bench_kernels) {
-  NEED_DEVICE();
   bench_kernels_check(GP_KERNEL_REF(gp__bench_vadd), GP_KERNEL_REF(gp__bench_fma_gelu), GP_KERNEL_REF(gp__bench_reduce),
                       GP_KERNEL_REF(gp__bench_barriers), GP_KERNEL_REF(gp__bench_empty));
 #ifdef GP_BUILD_CPU
@@ -818,4 +801,4 @@ static Suite *kernel_suite(void) {
   return s;
 }
 
-CHECK_MAIN(kernel_suite)
+int main(void) { return run_suite("test_kernel", kernel_suite()); }

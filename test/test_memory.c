@@ -497,4 +497,4 @@ static Suite *suite(void) {
   return s;
 }
 
-CHECK_MAIN(suite)
+int main(void) { return run_suite("test_memory", suite()); }

@@ -559,7 +559,6 @@ static void check_pool_l2(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng) {
 }
 
 START_TEST(kernels_match_float64) {
-  if (!have_device()) return;
   kset_t k[2];
   int nk = kernel_sets(k);
   gp_ref_rng_t rng;
@@ -708,10 +707,6 @@ static int light_run(void) {
 }
 
 START_TEST(model_matches_reference) {
-  if (!have_device()) {
-    printf("model_matches_reference: no %s device: skipped\n", gp_backend_name());
-    return;
-  }
   ref_set_t r;
   ref_load(&r);
   const int cpu = gp_backend() == GP_BACKEND_CPU;
@@ -779,7 +774,6 @@ START_TEST(model_portable_kernels) {
 END_TEST
 
 START_TEST(model_errors) {
-  if (!have_device()) return;
   char err[512] = "";
   minilm_model_t *m = (minilm_model_t *)1;
   ck_assert_int_eq(minilm_load(&m, "/nonexistent", NULL, err, sizeof(err)), -1);
@@ -839,11 +833,13 @@ END_TEST
 static Suite *minilm_suite(void) {
   Suite *s = suite_create("minilm");
   TCase *t = tcase_create("tokenizer");
+  case_runs_without_device(t);
   tcase_add_test(t, tokenizer_matches_reference);
   tcase_add_test(t, tokenizer_own_rules);
   tcase_add_test(t, vocab_errors);
   suite_add_tcase(s, t);
   TCase *f = tcase_create("safetensors");
+  case_runs_without_device(f);
   tcase_add_test(f, safetensors_reader);
   suite_add_tcase(s, f);
   TCase *k = tcase_create("kernels");

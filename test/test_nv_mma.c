@@ -106,7 +106,7 @@ END_TEST
 /* A half warp (CPU only: on a GPU this is undefined): the missing lanes' operands read
  * as NaN, so results that need them are NaN, the others exact. */
 START_TEST(test_mma_partial_warp) {
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "a partial warp's mma.sync is undefined on a GPU");
   int A[16][16], B[16][8];
   double C[16][8], D[16][8];
   for (int i = 0; i < 16; i++)
@@ -172,7 +172,7 @@ END_TEST
 /* Operands that were not rounded: the emulation reads only the tf32 bits, as documented
  * in nv_mma.h (CPU only: the PTX ISA leaves such operands to the implementation). */
 START_TEST(test_tf32_raw_operands) {
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "the PTX ISA leaves unrounded tf32 operands to the GPU");
   float A[16][8], B[8][8];
   double C[16][8];
   for (int i = 0; i < 16; i++)
@@ -243,7 +243,7 @@ END_TEST
 /* Misaligned addresses fail the launch, and the library stays usable (CPU: the GPU's
  * fault is sticky, so it is not provoked there). */
 START_TEST(test_misaligned) {
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "a GPU's misaligned-address fault is sticky");
   unsigned char *src = NULL;
   OK(gp_malloc((void **)&src, 256));
   OK(gp_memset(src, 0, 256));
@@ -287,8 +287,5 @@ int main(void) {
 }
 
 #else /* HIP: the wrappers are NVIDIA-only */
-int main(void) {
-  printf("test_nv_mma: NVIDIA instructions, not built for HIP: skipped\n");
-  return 77;
-}
+int main(void) { return skip_suite("test_nv_mma", "NVIDIA instructions, not built for HIP"); }
 #endif

@@ -113,7 +113,8 @@ END_TEST
 
 /* The emulation fails a launch whose wgmma operands change before wgmma.wait_group. */
 START_TEST(test_wgmma_hazard) {
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "undefined behaviour on a GPU (PTX ISA, wgmma.wait_group)");
   float *out = NULL;
   OK(gp_malloc((void **)&out, 128 * sizeof(float)));
   void *args[] = {&out};
@@ -204,21 +205,16 @@ static Suite *nv_suite(void) {
 int main(void) {
   g_seed = gp_ref_default_seed();
   print_seed("test_nv_wgmma", (unsigned long long)g_seed);
-  if (gp_backend() != GP_BACKEND_CPU) {
-    int n = 0;
-    gp_device_props_t props;
-    if (gp_device_count(&n) != GP_SUCCESS || n == 0 || gp_device_get_props(&props, 0) != GP_SUCCESS ||
-        props.compute_capability_major != 9 || props.compute_capability_minor != 0) {
-      printf("test_nv_wgmma: no sm_90 %s device: skipped\n", gp_backend_name());
-      return 77;
-    }
-  }
+  /* On a GPU the instructions exist on compute capability 9.0 alone. */
+  gp_device_props_t props;
+  gp_device_props_init(&props);
+  if (gp_backend() != GP_BACKEND_CPU && have_device() &&
+      (gp_device_get_props(&props, 0) != GP_SUCCESS || props.compute_capability_major != 9 ||
+       props.compute_capability_minor != 0))
+    return skip_suite("test_nv_wgmma", "device 0 is %s, not sm_90", props.arch);
   return run_suite("test_nv_wgmma", nv_suite());
 }
 
 #else /* HIP: the wrappers are NVIDIA-only */
-int main(void) {
-  printf("test_nv_wgmma: NVIDIA instructions, not built for HIP: skipped\n");
-  return 77;
-}
+int main(void) { return skip_suite("test_nv_wgmma", "NVIDIA instructions, not built for HIP"); }
 #endif

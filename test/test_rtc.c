@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
+
 /* NVRTC's and hipRTC's common C interface (results are int-sized enums). */
 typedef int (*create_fn)(void **, const char *, const char *, int, const char *const *,
                          const char *const *);
@@ -102,10 +104,7 @@ static char *read_source(const char *rel) {
 START_TEST(dialect_compiles) {
   const rtc_t *r = &g_rtcs[_i];
   void *lib = open_rtc(r);
-  if (lib == NULL) {
-    printf("test_rtc: %s not found: skipped\n", r->name);
-    return;
-  }
+  SKIP_IF(lib == NULL, "%s not found on this machine", r->name);
   static const char *const sources[] = {"kernels/kt_rtc.cu", "kernels/kt_basic.cu",
                                         "kernels/kt_warp.cu", "../kernels/portable/selftest.cu"};
   for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
@@ -135,23 +134,17 @@ END_TEST
 
 int main(void) {
 #if defined(__SANITIZE_ADDRESS__)
-  printf("test_rtc: skipped in the sanitizer build\n");
-  return EXIT_SUCCESS;
+  return skip_suite("test_rtc", "not in the sanitizer build (see the top of test_rtc.c)");
 #endif
   /* Nothing here depends on the number of virtual devices: run once. */
   const char *devs = getenv("GP_CPU_DEVICES");
-  if (devs && strcmp(devs, "1") != 0) {
-    printf("test_rtc: runs with GP_CPU_DEVICES=1 only\n");
-    return EXIT_SUCCESS;
-  }
+  if (devs && strcmp(devs, "1") != 0)
+    return skip_suite("test_rtc", "runs with GP_CPU_DEVICES=1 only (it uses no device)");
   Suite *s = suite_create("rtc");
   TCase *tc = tcase_create("rtc");
   tcase_set_timeout(tc, 120);
+  case_runs_without_device(tc); /* the compilers alone */
   tcase_add_loop_test(tc, dialect_compiles, 0, (int)(sizeof g_rtcs / sizeof g_rtcs[0]));
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite("test_rtc", s);
 }

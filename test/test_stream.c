@@ -567,7 +567,7 @@ END_TEST
 
 START_TEST(async_error_other_device) {
   NEED_DEVICES(2, n);
-  if (gp_backend() != GP_BACKEND_CPU) return;
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "a failing host work item is the cpu backend's");
   gp_stream_t s = NULL;
   OK(gp_device_set(1));
   OK(gp_stream_create(&s));
@@ -828,4 +828,4 @@ static Suite *suite(void) {
   return s;
 }
 
-CHECK_MAIN(suite)
+int main(void) { return run_suite("test_stream", suite()); }

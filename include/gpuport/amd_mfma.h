@@ -35,7 +35,8 @@
  * Numerics: 16-bit products are exact in f32; the emulation adds the K products of each
  * output to C in k order, rounding each sum to f32 (f32 forms also round each product).
  * The hardware's internal order and rounding are not documented, so results agree
- * within f32 summation error, never bit for bit (KERNELS.md).
+ * within f32 summation error, never bit for bit (docs/design/KERNELS.md "Matrix
+ * instructions and their emulation").
  *
  * CPU emulation: a wrapper is a wave-wide rendezvous of the executor
  * (gp__cpu_warp_sync): the lanes exchange their A values, then their B values (f32

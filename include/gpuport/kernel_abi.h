@@ -10,10 +10,10 @@
  * declares it with GP_KERNEL_DECLARE(name) (in a header) and passes
  * GP_KERNEL_REF(name) to gp_launch(). This is safe on every backend: on HIP-Clang the
  * kernel's host symbol is a handle variable, not a function, so C must not take the
- * kernel's own address (KERNELS.md, LLVM D86376). Device variables (`__constant__`,
- * `__device__`) are named the same way: GP_SYMBOL_EXPORT(name) in the source,
- * GP_SYMBOL_DECLARE(name) and GP_SYMBOL_REF(name) in host code. The layout is a
- * versioned ABI: see docs/LAUNCH_ABI.md.
+ * kernel's own address (docs/design/KERNELS.md "Launching from C", LLVM D86376).
+ * Device variables (`__constant__`, `__device__`) are named the same way:
+ * GP_SYMBOL_EXPORT(name) in the source, GP_SYMBOL_DECLARE(name) and GP_SYMBOL_REF(name)
+ * in host code. The layout is a versioned ABI: see docs/LAUNCH_ABI.md.
  */
 #ifndef GP_KERNEL_ABI_H
 #define GP_KERNEL_ABI_H

@@ -39,35 +39,13 @@ GP_EXTERN_C_BEGIN
   X(GP_ERROR_BACKEND, 14, "the native runtime reported an error with no closer match")        \
   X(GP_ERROR_INTERNAL, 15, "an internal invariant of gpuport failed (please report it)")
 
-#ifdef GP_DOXYGEN
-/* Documentation view of the list above (the build uses the X-macro form below). */
+/* Each enumerator's documentation is its sentence, taken from the list above: the
+ * compiler drops the comment in the expansion, Doxygen's preprocessor keeps it with the
+ * argument substituted (docs/Doxyfile: MACRO_EXPANSION), so the text exists once. */
+#define GP__STATUS_ENUM(name, value, text) name = value, /**< gp_status_string(): text */
 /** @brief Status returned by every fallible gpuport call (NCCL's ncclResult_t model). */
-typedef enum gp_status {
-  GP_SUCCESS = 0,                     /**< no error */
-  GP_ERROR_INVALID_VALUE = 1,         /**< an argument is NULL, out of range or inconsistent */
-  GP_ERROR_OUT_OF_MEMORY = 2,         /**< the allocation could not be satisfied */
-  GP_ERROR_NO_DEVICE = 3,             /**< no device of this backend, or no driver */
-  GP_ERROR_INVALID_DEVICE = 4,        /**< the device ordinal does not name a device */
-  GP_ERROR_INVALID_HANDLE = 5,        /**< the handle is NULL, destroyed, or not a gpuport handle */
-  GP_ERROR_NOT_READY = 6,             /**< the work is not complete yet (not an error) */
-  GP_ERROR_NOT_SUPPORTED = 7,         /**< the operation or data type is not supported here */
-  GP_ERROR_INVALID_CONFIGURATION = 8, /**< grid, block or shared memory exceeds device limits */
-  GP_ERROR_LAUNCH_FAILED = 9,         /**< a kernel faulted while running */
-  GP_ERROR_NOT_FOUND = 10,            /**< the named object was not found */
-  GP_ERROR_INVALID_IMAGE = 11,        /**< the kernel image or source is invalid for this device */
-  GP_ERROR_COMM = 12,                 /**< a collective failed or a peer is gone */
-  GP_ERROR_TIMEOUT = 13,              /**< the operation did not complete before its deadline */
-  GP_ERROR_BACKEND = 14,              /**< the native runtime reported an error with no closer match */
-  GP_ERROR_INTERNAL = 15              /**< an internal invariant of gpuport failed */
-} gp_status_t;
-#else
-/** @brief Status returned by every fallible gpuport call (NCCL's ncclResult_t model). */
-typedef enum gp_status {
-#define GP__STATUS_ENUM(name, value, text) name = value,
-  GP_STATUS_LIST(GP__STATUS_ENUM)
+typedef enum gp_status { GP_STATUS_LIST(GP__STATUS_ENUM) } gp_status_t;
 #undef GP__STATUS_ENUM
-} gp_status_t;
-#endif
 
 /**
  * @brief The enumerator's name, e.g. "GP_ERROR_INVALID_VALUE".

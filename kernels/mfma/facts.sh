@@ -1,6 +1,6 @@
 #!/bin/sh
 # facts.sh OUTDIR - the checks of the AMD kernels (kernels/mfma/*.cu) that need no GPU
-# (KERNELS.md, "Checks that cost no GPU time"), for every target in HIP_ARCHS:
+# (docs/design/KERNELS.md "Static checks"), for every target in HIP_ARCHS:
 #   1. hipcc -Rpass-analysis=kernel-resource-usage: every kernel has ScratchSize 0 and
 #      no VGPR spills (SGPR spills go to VGPR lanes, not memory: reported, not fatal);
 #   2. the code object, unbundled from the object file and disassembled with llvm-objdump,

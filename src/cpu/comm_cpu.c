@@ -3,7 +3,7 @@
  * unique ids, the host rendezvous, splits, the enqueue of calls as stream work, the
  * order of a rank's operations, and teardown. The algorithms are in comm_engine.c.
  *
- * Rendezvous across processes (COMM.md): the unique id carries 128 random bits that name
+ * Rendezvous across processes (docs/design/COMM.md "The cpu backend"): the unique id carries 128 random bits that name
  * a POSIX shared-memory segment, "/gpuport-<hex>", and a 64-bit job nonce. The id's maker
  * (gp_comm_get_unique_id) creates the segment (O_CREAT | O_EXCL, mode 0600) holding just
  * the control block's header: the nonce, the maker's identity. Ranks never create it:

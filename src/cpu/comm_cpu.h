@@ -13,8 +13,9 @@
  *
  * Two data paths:
  *   direct - every rank lives in this process: ranks read and write each other's
- *            buffers in place (COMM.md's engine: each rank reduces its slice of
- *            every rank's input, fixed rank order, and stores it everywhere);
+ *            buffers in place (docs/design/COMM.md "The cpu backend": each rank
+ *            reduces its slice of every rank's input, fixed rank order, and stores it
+ *            everywhere);
  *   staged - ranks in several processes: data goes through per-rank staging buffers
  *            in the segment, chunk by chunk, double-buffered so one barrier per chunk
  *            suffices (two for reductions).

@@ -7,11 +7,11 @@
  * Completion of any op broadcasts g_progress, on which everything that waits for other
  * streams waits: synchronising calls, event waits, and the legacy default stream.
  *
- * Legacy default-stream semantics (API.md, CUDA's): each op gets a ticket from its
- * device's counter at enqueue. An op of the legacy stream may start once no blocking
- * stream of its device holds a pending op with a smaller ticket; an op of a blocking
- * stream once the legacy stream holds none. Non-blocking and per-thread streams wait
- * for neither. Tickets only point backwards, so these waits cannot form a cycle.
+ * Legacy default-stream semantics (docs/design/API.md "Streams", CUDA's): each op gets a
+ * ticket from its device's counter at enqueue. An op of the legacy stream may start once
+ * no blocking stream of its device holds a pending op with a smaller ticket; an op of a
+ * blocking stream once the legacy stream holds none. Non-blocking and per-thread streams
+ * wait for neither. Tickets only point backwards, so these waits cannot form a cycle.
  *
  * Stream capture (gpuport/graph.h) follows CUDA's rules: an operation enqueued on a
  * capturing stream is not queued but appended to the capture's graph body as a node

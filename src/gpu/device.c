@@ -97,7 +97,8 @@ gp_status_t gp__be_device_can_access_peer(int *can, int device, int peer) {
 
 gp_status_t gp__be_device_enable_peer_access(int peer) {
   gpuError_t e = gpuDeviceEnablePeerAccess(peer, 0);
-  if (e == gpuErrorPeerAccessAlreadyEnabled) { /* enabling twice is not an error (API.md) */
+  /* Enabling twice is not an error (docs/design/API.md "Devices"). */
+  if (e == gpuErrorPeerAccessAlreadyEnabled) {
     (void)gpuGetLastError();
     return GP_SUCCESS;
   }

@@ -19,7 +19,7 @@ static const gp__gpu_error_row_t gp__gpu_errors[] = {
   {gpuErrorInvalidValue, GP_ERROR_INVALID_VALUE, false},
   {gpuErrorMemoryAllocation, GP_ERROR_OUT_OF_MEMORY, false},
   /* No usable device or driver: CUDA without a driver says InsufficientDriver (35),
-   * not NoDevice (KERNELS.md); both mean "no device" to a user. */
+   * not NoDevice (docs/design/ARCHITECTURE.md "Errors"); both mean "no device" to a user. */
   {gpuErrorNoDevice, GP_ERROR_NO_DEVICE, false},
   {gpuErrorInsufficientDriver, GP_ERROR_NO_DEVICE, false},
   {gpuErrorInitializationError, GP_ERROR_NO_DEVICE, false},

@@ -53,8 +53,8 @@ void gp__gpu_drop_device(int device);
 /* ---- collectives ---------------------------------------------------------------- */
 /* Before a synchronising call blocks: waits for the collectives on stream (the legacy
  * stream: on any stream) of device while polling their communicators' health, so a dead
- * or absent peer becomes GP_ERROR_COMM / GP_ERROR_TIMEOUT instead of a hang (API.md).
- * Free when no collective is pending. */
+ * or absent peer becomes GP_ERROR_COMM / GP_ERROR_TIMEOUT instead of a hang
+ * (docs/design/COMM.md "Never a silent hang"). Free when no collective is pending. */
 gp_status_t gp__gpu_comm_wait(gpuStream_t stream, int device, const char *func);
 
 /* ---- errors ------------------------------------------------------------------- */

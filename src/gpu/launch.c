@@ -2,8 +2,8 @@
  * src/gpu/launch.c - kernel launch and host work on the CUDA and HIP backends.
  *
  * A kernel's descriptor carries gpu_entry, the handle cudaLaunchKernel/hipLaunchKernel
- * expect (on HIP-Clang the handle variable, not the stub: KERNELS.md "Launching from
- * plain C"). A fault of a running kernel surfaces at the next synchronisation, where
+ * expect (on HIP-Clang the handle variable, not the stub: docs/design/KERNELS.md
+ * "Launching from C"). A fault of a running kernel surfaces at the next synchronisation, where
  * gp__gpu_fail raises it as the device's sticky asynchronous error.
  *
  * GP_LAUNCH_TIMEOUT_S (the cpu backend's launch watchdog) has no effect here: a kernel

@@ -1,6 +1,7 @@
 /*
  * nccl.c - collectives on the cuda and hip backends: the API of gpuport/comm.h mapped
- * onto NCCL / RCCL, loaded with dlopen at the first communicator (COMM.md).
+ * onto NCCL / RCCL, loaded with dlopen at the first communicator (docs/design/COMM.md
+ * "NCCL and RCCL").
  *
  * Loading: GP_NCCL_LIBRARY, else libnccl.so.2 / librccl.so.1 (the versioned names: the
  * unversioned ones come only with -dev packages). ncclGetVersion is resolved and checked
@@ -10,19 +11,20 @@
  * GP_ERROR_NOT_SUPPORTED naming the version. A missing library is GP_ERROR_NOT_SUPPORTED
  * naming it, at the first communicator only: single-GPU programs never load it.
  *
- * Never a silent hang (API.md, COMM.md): every communicator is non-blocking
- * (config.blocking = 0) and gpuport polls ncclCommGetAsyncError against a deadline
- * wherever it waits: initialisation, the ncclInProgress of an enqueue or a group, and
- * every call that waits on a stream holding a collective (gp__nccl_wait, called by the
- * backend's synchronising functions). After each collective an event is recorded on its
- * stream, so a wait knows which collectives are still running; the oldest one's
- * deadline is the communicator's timeout after it became the oldest. A failed or late
- * communicator is aborted, with ncclCommAbort on a thread of its own that is waited for
- * at most min(timeout, 10 s), since abort itself can hang. No NCCL call is made from an
- * atexit handler.
+ * Never a silent hang (docs/design/COMM.md "Never a silent hang"): every communicator is
+ * non-blocking (config.blocking = 0) and gpuport polls ncclCommGetAsyncError against a
+ * deadline wherever it waits: initialisation, the ncclInProgress of an enqueue or a
+ * group, and every call that waits on a stream holding a collective (gp__nccl_wait,
+ * called by the backend's synchronising functions). After each collective an event is
+ * recorded on its stream, so a wait knows which collectives are still running; the
+ * oldest one's deadline is the communicator's timeout after it became the oldest. A
+ * failed or late communicator is aborted, with ncclCommAbort on a thread of its own that
+ * is waited for at most min(timeout, 10 s), since abort itself can hang. No NCCL call is
+ * made from an atexit handler.
  *
  * Vendor-neutral: the runtime is reached through gp__nccl_hooks_t (nccl.h), so the cpu
- * build's test compiles this file against a mock libnccl.so.2 (test/test_comm_nccl.c).
+ * build's test links this file's object, with fake hooks, against a mock libnccl.so.2
+ * (test/test_comm_nccl.c; the seam at the end of this file).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -856,3 +858,24 @@ const gp__comm_backend_t *gp__nccl_backend(const gp__nccl_hooks_t *hooks) {
   g_backend.name = hooks->rccl ? "rccl" : "nccl";
   return &g_backend;
 }
+
+/* ---- the test seam (test/test_comm_nccl.c) ----------------------------------------------- */
+
+void gp__nccl_forget_library(void) {
+  pthread_mutex_lock(&L.mu);
+  L.tried = false;
+  L.st = GP_SUCCESS;
+  L.version = 0;
+  L.split = NULL;
+  L.all_to_all = NULL;
+  pthread_mutex_unlock(&L.mu);
+}
+
+int gp__nccl_library_version(void) {
+  pthread_mutex_lock(&L.mu);
+  int v = L.st == GP_SUCCESS ? L.version : 0;
+  pthread_mutex_unlock(&L.mu);
+  return v;
+}
+
+int gp__nccl_pending(void) { return atomic_load(&g_npending); }

@@ -2,8 +2,10 @@
  * nccl.h - the NCCL/RCCL mapping's interface (src/gpu/nccl.c). The mapping itself is
  * vendor-neutral: what it needs from the runtime (native streams, events, the device)
  * comes through these hooks, filled from src/gpu/vendor_cuda.h or src/gpu/vendor_hip.h by
- * src/gpu/comm_gpu.c, and by fakes in test/test_comm_nccl.c, which compiles nccl.c
- * into the cpu build's test against a mock libnccl.so.2 so CI checks the mapping.
+ * src/gpu/comm_gpu.c, and by fakes in test/test_comm_nccl.c, which links nccl.c's object
+ * (built with the cpu backend's flags: it needs no vendor header) against a mock
+ * libnccl.so.2 so CI checks the mapping without a GPU (docs/design/COMM.md "NCCL and
+ * RCCL").
  */
 #ifndef GP_NCCL_H
 #define GP_NCCL_H
@@ -35,5 +37,14 @@ const gp__comm_backend_t *gp__nccl_backend(const gp__nccl_hooks_t *hooks);
  * failed or late communicator is aborted and its error returned (GP_ERROR_COMM,
  * GP_ERROR_TIMEOUT) with the message set. Free when no collective is pending. */
 gp_status_t gp__nccl_wait(void *native_stream, int device, const char *func);
+
+/* The test seam (test/test_comm_nccl.c), internal like the rest: */
+/* Forgets the loaded library, so the next communicator loads it again (GP_NCCL_LIBRARY,
+ * the mock's version knob); the handle stays open (an abort left running may use it). */
+void gp__nccl_forget_library(void);
+/* The loaded library's version as ncclGetVersion gives it (22803), 0 when none is loaded. */
+int gp__nccl_library_version(void);
+/* Collectives enqueued on every communicator and not yet seen complete. */
+int gp__nccl_pending(void);
 
 #endif /* GP_NCCL_H */

@@ -1,9 +1,9 @@
 /*
  * nccl_abi.h - the part of NCCL's public ABI (nccl.h, major version 2) that gpuport
  * calls, declared here so the library builds without NCCL or RCCL headers and loads the
- * library at run time (COMM.md). NCCL keeps this ABI stable within a major version
- * (NVIDIA/nccl#218); RCCL uses the same names, with hipStream_t for cudaStream_t (both
- * pointers, passed here as void *).
+ * library at run time (docs/design/COMM.md "NCCL and RCCL"). NCCL keeps this ABI stable
+ * within a major version (NVIDIA/nccl#218); RCCL uses the same names, with hipStream_t
+ * for cudaStream_t (both pointers, passed here as void *).
  *
  * ncclConfig_t: gpuport passes the 2.14 layout (the first version with the struct) and
  * says so in its size and version fields; NCCL copies min(size, its own) bytes and

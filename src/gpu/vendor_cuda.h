@@ -5,7 +5,8 @@
  *
  * Only cuda_runtime_api.h is included: it compiles as C, cuda_runtime.h does not.
  * Driver-API entry points are looked up through the runtime, never linked (-lcuda),
- * so the library loads on machines without a driver (KERNELS.md).
+ * so the library loads on machines without a driver (docs/design/ARCHITECTURE.md "The GPU
+ * backends").
  */
 #ifndef GP_VENDOR_H
 #define GP_VENDOR_H

@@ -18,9 +18,12 @@
 #include <time.h>
 #include <gpuport.h>
 #include <gpuport/mpi.h>
+#include "check_util.h"
 #include "ref.h"
 #include "ref_comm.h"
 
+/* check_util.h's OK, naming the rank that failed. */
+#undef OK
 #define OK(expr)                                                                           \
   do {                                                                                     \
     gp_status_t ok_s_ = (expr);                                                            \
@@ -241,14 +244,9 @@ int main(int argc, char **argv) {
   unsigned long long seed = g_rank == 0 ? gp_ref_default_seed() : 0;
   MPI_Bcast(&seed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
   g_seed = seed;
-  int ndev = 0;
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  if (!cpu && (gp_device_count(&ndev) != GP_SUCCESS || ndev == 0)) {
-    if (g_rank == 0) printf("test_comm_mpi: no %s device: skipped\n", gp_backend_name());
-    MPI_Finalize();
-    return 77;
-  }
-  if (!cpu) gp_device_set(g_rank % ndev);
+  int ndev = cpu ? 0 : devices(); /* the cpu backend is not started before the tests */
+  if (ndev > 0) gp_device_set(g_rank % ndev);
   if (g_rank == 0)
     printf("test_comm_mpi: %d ranks, %s backend, MPI thread level %d, seed %llu (GP_TEST_SEED)\n",
            g_size, gp_backend_name(), got, seed);
@@ -264,14 +262,13 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, bootstrap_only);
   }
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, g_rank == 0 ? CK_NORMAL : CK_SILENT);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  /* Every rank runs the suite (skipped alike on every rank when no device answers);
+   * rank 0 reports, and the failures of all ranks decide. */
+  int failed = 0;
+  int rc = run_suite_with("test_comm_mpi", s, RUN_NOFORK | (g_rank ? RUN_QUIET : 0), &failed);
   int any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) printf("test_comm_mpi: %d failure(s) over %d ranks\n", any, g_size);
   MPI_Finalize();
-  return any ? 1 : 0;
+  return any ? 1 : rc;
 }
