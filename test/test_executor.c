@@ -589,7 +589,6 @@ static void launch_printf(int blocks, int threads, int lines, int sync, int *out
 /* Every record reaches stdout by the end of the launch, each GPU thread's in its own
  * order, also when the threads interleave at barriers (a partial last warp too). */
 START_TEST(printf_per_thread_order) {
-  NEED_DEVICE();
   int blocks = 3, threads = 64 + 37, lines = 5, *out = NULL;
   OK(gp_malloc((void **)&out, (size_t)(blocks * threads) * sizeof(int)));
   for (int sync = 0; sync < 2; sync++) {
@@ -607,7 +606,6 @@ END_TEST
 /* A launch's buffer has GP_CPU_PRINTF_KB KiB: what does not fit is dropped whole, each
  * thread keeps the first of its records, and one line on stderr counts the rest. */
 START_TEST(printf_buffer_overflow) {
-  NEED_DEVICE();
   int threads = 64, lines = 8, total = threads * lines, *out = NULL;
   OK(gp_malloc((void **)&out, (size_t)threads * sizeof(int)));
   setenv("GP_CPU_PRINTF_KB", "4", 1);
@@ -671,7 +669,6 @@ static int printf_fault_child(void) {
 }
 
 START_TEST(printf_fault_leaves_no_lock) {
-  NEED_DEVICE();
   if (RUNNING_ON_VALGRIND) return;
   int fd[2];
   ck_assert_int_eq(pipe(fd), 0);
@@ -724,7 +721,6 @@ static void set_flag(int *flag, int v) { OK(gp_memcpy(flag, &v, sizeof v)); }
  * it, whether it spins in kernel code without a sync point (on the lead fiber, on a
  * fiber) or at barriers; the next launch succeeds and the process goes on. */
 START_TEST(watchdog_stops_kernel) {
-  NEED_DEVICE();
   if (RUNNING_ON_VALGRIND) return;
   int grid = 4, block = 64, n = grid * block, *flag = NULL, *out = NULL, spin_block = 2, spin = 37;
   OK(gp_malloc((void **)&flag, sizeof(int)));
@@ -780,7 +776,6 @@ static void *release_later(void *p) {
 
 /* Off by default: without GP_LAUNCH_TIMEOUT_S a long kernel runs to its end. */
 START_TEST(watchdog_off_by_default) {
-  NEED_DEVICE();
   unsetenv("GP_LAUNCH_TIMEOUT_S");
   int grid = 2, block = 32, *flag = NULL, *out = NULL, mode = 0, spin_block = 1, spin = 5;
   OK(gp_malloc((void **)&flag, sizeof(int)));
