@@ -193,8 +193,6 @@ END_TEST
 /* `selftest --hardware`: every probe that runs here passes, and each fails (exit 1, a
  * FAIL line naming a lane) when GP_SELFTEST_INJECT names it. */
 START_TEST(hardware_probes_pass_and_can_fail) {
-  SKIP_WITHOUT_TOOL();
-  SKIP_WITHOUT_DEVICE();
   char *out, names[128][64];
   int rc = run(NULL, "selftest --hardware --seed 5", &out);
   ck_assert_msg(rc == 0, "selftest --hardware exited %d:\n%s", rc, out);
@@ -227,8 +225,6 @@ END_TEST
 /* `selftest --kernels`: each line names the kernel that ran; in a family's mode the
  * cases it takes ran its kernels; an injected check fails. */
 START_TEST(kernels_name_the_kernel) {
-  SKIP_WITHOUT_TOOL();
-  SKIP_WITHOUT_DEVICE();
   char *out;
   const int cpu = gp_backend() == GP_BACKEND_CPU;
   const char *mode = cpu ? "sm90a" : gp_backend() == GP_BACKEND_CUDA ? "cuda" : "hip";
