@@ -227,8 +227,24 @@ build/$(1)$(2)/test/%: test/%.c $$(TEST_KOBJ_$(1)$(2)) $$(TEST_HOBJ_$(1)$(2)) bu
 build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
 	@mkdir -p $$(@D)
 	$$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $$(WARN) $$< -o $$@
-tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2
+# The mock management libraries test_telemetry loads to check the NVML, AMD SMI and ROCm
+# SMI mappings (libnvidia-ml-old.so.1: a driver from before the versioned NVML calls).
+TEST_MOCKS_$(1)$(2) := $$(addprefix build/$(1)$(2)/test/mock/,libnvidia-ml.so.1 libnvidia-ml-old.so.1 libamd_smi.so librocm_smi64.so)
+build/$(1)$(2)/test/mock/libnvidia-ml.so.1: test/mock/nvml_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) $$< -o $$@
+build/$(1)$(2)/test/mock/libnvidia-ml-old.so.1: test/mock/nvml_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) -DMOCK_OLD_DRIVER $$< -o $$@
+build/$(1)$(2)/test/mock/libamd_smi.so: test/mock/amdsmi_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) $$< -o $$@
+build/$(1)$(2)/test/mock/librocm_smi64.so: test/mock/rocm_smi_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) $$< -o $$@
+tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2 $$(TEST_MOCKS_$(1)$(2))
 endef
+MOCK_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $(WARN)
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
 $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 
