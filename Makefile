@@ -4,8 +4,10 @@
 #   make test               run the Check suites on the default backend (1 and 4 CPU
 #                           devices) and the examples (cpu: at warp widths 32 and 64),
 #                           then the suites under ASan+UBSan (cpu backend), then the
-#                           porting test (cpu: test/port/check.sh), then the MPI test
-#                           (when mpicc and mpirun are present)
+#                           porting test (cpu: test/port/check.sh), the monitor and
+#                           Prometheus exporter scraped and checked by promtool (cpu:
+#                           test/telemetry/exporter.sh; skipped without curl/promtool),
+#                           then the MPI test (when mpicc and mpirun are present)
 #   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
@@ -71,6 +73,11 @@ CHECK_LIBS := $(or $(shell pkg-config --libs check 2>/dev/null),-lcheck -lsubuni
 # without that command, so a machine that only runs the tool needs neither).
 MINILM_LIBS := $(or $(shell pkg-config --libs libcjson libutf8proc 2>/dev/null),-lcjson -lutf8proc)
 TOOL_MINILM := $(shell pkg-config --exists libcjson libutf8proc 2>/dev/null && echo 1)
+# libmicrohttpd serves `gpuport monitor --prometheus`; without it the tool is built without
+# the HTTP server (`--once` still prints the exposition).
+TOOL_MHD := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo 1)
+MHD_CFLAGS := $(if $(TOOL_MHD),-DGP_TOOL_MHD $(shell pkg-config --cflags libmicrohttpd))
+MHD_LIBS := $(if $(TOOL_MHD),$(shell pkg-config --libs libmicrohttpd))
 MODEL_DIR ?= models/all-MiniLM-L6-v2
 MODEL_CACHE ?= .cache/models
 
@@ -198,7 +205,7 @@ lib/libgpuport-$(1).so.$(VERSION): $$(OBJ_$(1)) tools/exports.sh
 
 bin/gpuport-$(1): $$(TOOL_SRC) $$(wildcard tool/*.h) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) -fvisibility=default -Itool $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
+	$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_$(1)) $$(MHD_CFLAGS) -fvisibility=default -Itool $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm) $$(TOOL_SRC) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread) $$(MHD_LIBS)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef
@@ -283,6 +290,7 @@ test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
 	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
+	$(if $(filter cpu,$(BACKEND)),sh test/telemetry/exporter.sh bin/gpuport-cpu || [ $$? -eq 77 ])
 	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
 
 # The executor's suites under valgrind memcheck (fiber stacks are registered with it; it

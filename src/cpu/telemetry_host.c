@@ -488,13 +488,26 @@ void gp__telemetry_host_read(const char *root, gp__tm_host_t *h, gp_telemetry_t 
 #define HOST_DEVICES 64
 static pthread_mutex_t g_host_mu = PTHREAD_MUTEX_INITIALIZER;
 static gp__tm_host_t g_host[HOST_DEVICES];
+static char g_root[PATH_MAX];
+static bool g_root_read;
 
 gp_status_t gp__be_device_get_telemetry(int device, gp_telemetry_t *t, uint64_t *offered) {
   if (device < 0 || device >= HOST_DEVICES)
     return GP__ERR(GP_ERROR_INVALID_DEVICE, "device %d: the cpu backend has at most %d", device,
                    HOST_DEVICES);
   pthread_mutex_lock(&g_host_mu);
-  gp__telemetry_host_read("", &g_host[device], t, offered);
+  /* GP_TELEMETRY_HOST_ROOT: the host's /sys and /proc under another directory (a
+   * container that mounts them under /host, as node_exporter's --path.rootfs), read once. */
+  if (!g_root_read) {
+    const char *r = getenv("GP_TELEMETRY_HOST_ROOT");
+    if (r && *r && strlen(r) < sizeof g_root) {
+      memcpy(g_root, r, strlen(r) + 1);
+      while (strlen(g_root) > 1 && g_root[strlen(g_root) - 1] == '/') g_root[strlen(g_root) - 1] = 0;
+      if (strcmp(g_root, "/") == 0) g_root[0] = 0;
+    }
+    g_root_read = true;
+  }
+  gp__telemetry_host_read(g_root, &g_host[device], t, offered);
   pthread_mutex_unlock(&g_host_mu);
   return GP_SUCCESS;
 }
