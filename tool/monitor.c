@@ -631,8 +631,16 @@ int tool_monitor(int argc, char **argv) {
 
 /* ---- gpuport bench telemetry --------------------------------------------------------------- */
 
-/* The median, 99th percentile and worst time of --iters readings of each device after
- * --warmup, host wall clock; a figure, not a test (docs/PERFORMANCE.md). */
+static double thread_cpu_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* The median, 99th percentile and worst wall time of --iters readings of each device
+ * after --warmup, and the median CPU time of the calling thread (user and kernel: what
+ * a reading costs without the wait for a CPU on a loaded machine); a figure, not a test
+ * (docs/PERFORMANCE.md). */
 int tool_bench_telemetry(int argc, char **argv) {
   int64_t iters = 1000, warmup = 20;
   bool json = false;
@@ -649,8 +657,11 @@ int tool_bench_telemetry(int argc, char **argv) {
     tool_report("bench telemetry", "gp_device_count", s);
     return 1;
   }
-  double *us = calloc((size_t)iters, sizeof *us);
-  if (us == NULL) return 1;
+  double *us = calloc((size_t)iters, sizeof *us), *cpu = calloc((size_t)iters, sizeof *cpu);
+  if (us == NULL || cpu == NULL) {
+    free(us), free(cpu);
+    return 1;
+  }
   if (json)
     printf("{\n  \"backend\": \"%s\", \"iters\": %lld, \"results\": [", gp_backend_name(),
            (long long)iters);
@@ -667,9 +678,10 @@ int tool_bench_telemetry(int argc, char **argv) {
     double worst = 0;
     for (int64_t i = 0; i < iters; i++) {
       gp_telemetry_init(&t);
-      double t0 = tool_now_ms();
+      double c0 = thread_cpu_us(), t0 = tool_now_ms();
       s = gp_device_get_telemetry(d, &t);
       us[i] = (tool_now_ms() - t0) * 1e3;
+      cpu[i] = thread_cpu_us() - c0;
       if (us[i] > worst) worst = us[i];
       if (s != GP_SUCCESS) {
         tool_report("bench telemetry", "gp_device_get_telemetry", s);
@@ -682,15 +694,19 @@ int tool_bench_telemetry(int argc, char **argv) {
     for (int f = 0; f < GP_TELEMETRY_FIELD_COUNT; f++) fields += has(&t, (gp_telemetry_field_t)f);
     double med = tool_median(us, (int)iters); /* sorts us */
     double p99 = us[(size_t)((double)(iters - 1) * 0.99)];
+    double cpu_med = tool_median(cpu, (int)iters);
     if (json)
       printf("%s\n    {\"bench\": \"telemetry\", \"device\": %d, \"source\": \"%s\", "
-             "\"fields\": %d, \"median_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f}",
-             d ? "," : "", d, t.source, fields, med, p99, worst);
+             "\"fields\": %d, \"median_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f, "
+             "\"cpu_median_us\": %.3f}",
+             d ? "," : "", d, t.source, fields, med, p99, worst, cpu_med);
     else
-      printf("telemetry  device %-2d %-9s %2d fields  %9.1f us median  %9.1f us p99  %9.1f us max\n",
-             d, t.source, fields, med, p99, worst);
+      printf("telemetry  device %-2d %-9s %2d fields  %8.1f us median  %8.1f us p99  %8.1f us max  "
+             "%8.1f us CPU (median)\n",
+             d, t.source, fields, med, p99, worst, cpu_med);
   }
   if (json) printf("\n  ]\n}\n");
   free(us);
+  free(cpu);
   return rc;
 }

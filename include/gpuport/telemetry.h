@@ -101,8 +101,8 @@ typedef enum gp_throttle_reason {
  * @brief One telemetry reading of a device. Initialise with gp_telemetry_init() so
  *        that struct_size is set: a newer library never writes past an older struct.
  *
- * A field holds a reading only when its ::GP_TELEMETRY_BIT is set in @ref available;
- * otherwise a `double` field is NaN and an integer field 0. @ref failed marks the
+ * A field holds a reading only when its ::GP_TELEMETRY_BIT is set in gp_telemetry::available;
+ * otherwise a `double` field is NaN and an integer field 0. gp_telemetry::failed marks the
  * fields whose query failed this time (the part has them, the vendor call returned an
  * error): unavailable in this reading, but not missing from the part.
  */

@@ -137,4 +137,25 @@ need fake '^gpuport_temperature_celsius\{device="1",vendor="cpu",sensor="die"\} 
   '^gpuport_clock_hertz\{device="1",vendor="cpu",clock="sm"\} 2400000000$' \
   '^gpuport_ecc_errors_total\{device="0",vendor="cpu",type="corrected"\} 2$' \
   '^# TYPE gpuport_ecc_errors_total counter$'
+# The Grafana dashboard: every query parses (promtool checks it as a recording rule) and
+# names only metrics the exporter has.
+dash="$(dirname "$0")/../../docs/grafana/gpuport-telemetry.json"
+python3 - "$dash" "$tmp/rules.yml" "$tmp/names" <<'EOF' || fail "the dashboard's queries"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in d["panels"] for t in p["targets"]]
+with open(sys.argv[2], "w") as f:
+    f.write("groups:\n- name: dashboard\n  rules:\n")
+    for i, e in enumerate(exprs):
+        e = e.replace("$__rate_interval", "5m")
+        e = re.sub(r"\$[a-z_]+", ".*", e)
+        f.write("  - record: gpuport:dashboard_%d\n    expr: %s\n" % (i, json.dumps(e)))
+names = sorted(set(n for e in exprs for n in re.findall(r"\bgpuport_[a-z_]+", e)))
+open(sys.argv[3], "w").write("\n".join(names) + "\n")
+print("dashboard: %d queries over %s" % (len(exprs), " ".join(names)))
+EOF
+promtool check rules "$tmp/rules.yml" > /dev/null || { cat "$tmp/rules.yml"; fail "promtool rejected a dashboard query"; }
+while read -r name; do
+  grep -qw "$name" "$(dirname "$0")/../../tool/monitor.c" || fail "the dashboard names $name, which the exporter does not have"
+done < "$tmp/names"
 echo "exporter.sh: passed"
