@@ -144,10 +144,42 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* fork(): the child has no worker threads. Every worker is locked across the fork (so
+ * its state is consistent) and, in the child, reset to "not started", its library to be
+ * loaded and initialised again by the child's first reading. */
+#define TM_WORKERS 4
+static pthread_mutex_t g_workers_mu = PTHREAD_MUTEX_INITIALIZER;
+static gp__tm_worker_t *g_workers[TM_WORKERS];
+static int g_n_workers;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void) {
+  pthread_mutex_lock(&g_workers_mu);
+  for (int i = 0; i < g_n_workers; i++) pthread_mutex_lock(&g_workers[i]->mu);
+}
+static void fork_parent(void) {
+  for (int i = g_n_workers - 1; i >= 0; i--) pthread_mutex_unlock(&g_workers[i]->mu);
+  pthread_mutex_unlock(&g_workers_mu);
+}
+static void fork_child(void) {
+  for (int i = g_n_workers - 1; i >= 0; i--) {
+    gp__tm_worker_t *w = g_workers[i];
+    w->started = w->busy = w->abandoned = w->ever_done = false;
+    w->forget = true;
+    w->posted = w->taken = w->done = 0;
+    pthread_cond_init(&w->cv, NULL); /* its waiters are gone; worker_start sets the clock */
+    pthread_mutex_unlock(&w->mu);
+  }
+  g_n_workers = 0; /* they register again when they start */
+  pthread_mutex_unlock(&g_workers_mu);
+}
+static void atfork_once(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
 /* Starts w's thread once (w->mu held). The thread blocks every signal: they belong to
  * the application's threads. */
 static bool worker_start(gp__tm_worker_t *w) {
   if (w->started) return true;
+  pthread_once(&g_atfork_once, atfork_once);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -166,6 +198,14 @@ static bool worker_start(gp__tm_worker_t *w) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) return false;
   w->started = true;
+  /* Lock order: g_workers_mu before any worker's mu (fork_prepare); w->mu is held here,
+   * so only try: a worker that cannot register is not reset in a forked child. */
+  if (pthread_mutex_trylock(&g_workers_mu) == 0) {
+    bool known = false;
+    for (int i = 0; i < g_n_workers; i++) known |= g_workers[i] == w;
+    if (!known && g_n_workers < TM_WORKERS) g_workers[g_n_workers++] = w;
+    pthread_mutex_unlock(&g_workers_mu);
+  }
   return true;
 }
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <gpuport.h>
@@ -361,6 +362,29 @@ START_TEST(nvml_init_hang) {
     s = nvml(g_nvml, "0000:17:00.0", &t, &off);
   }
   OK(s);
+}
+END_TEST
+
+/* A forked child has no worker thread: its readings start one (and initialise NVML
+ * again) instead of waiting on the parent's. */
+START_TEST(nvml_after_fork) {
+  setenv("GP_TELEMETRY_TIMEOUT_MS", "2000", 1);
+  gp_telemetry_t t;
+  uint64_t off = 0;
+  OK(nvml(g_nvml, "0000:17:00.0", &t, &off));
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    gp_telemetry_t c;
+    uint64_t o = 0;
+    gp_status_t s = gp__telemetry_nvml_read(g_nvml, "0000:17:00.0", &c, &o);
+    _exit(s == GP_SUCCESS && (c.available & BIT(GP_TELEMETRY_TEMP_DIE)) ? 0 : 10 + (int)s);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's reading: status %d",
+                WIFEXITED(status) ? WEXITSTATUS(status) - 10 : -1);
+  OK(nvml(g_nvml, "0000:17:00.0", &t, &off));
 }
 END_TEST
 
@@ -797,6 +821,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, nvml_init_error);
   tcase_add_test(tc, nvml_hang);
   tcase_add_test(tc, nvml_init_hang);
+  tcase_add_test(tc, nvml_after_fork);
   tcase_add_test(tc, amdsmi_every_field);
   tcase_add_test(tc, amdsmi_unsupported_and_failing);
   tcase_add_test(tc, amdsmi_hang);
