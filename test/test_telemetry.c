@@ -326,18 +326,20 @@ START_TEST(nvml_hang) {
   gp_telemetry_t t;
   uint64_t off = 0;
   OK(nvml(g_nvml, "0000:17:00.0", &t, &off));
-  nvml_set("sleep_ms", 1500);
+  nvml_set("sleep_ms", 4000);
   double t0 = now_s();
   FAILS(nvml(g_nvml, "0000:17:00.0", &t, &off), GP_ERROR_TIMEOUT, "GP_TELEMETRY_TIMEOUT_MS");
   double waited = now_s() - t0;
-  ck_assert_msg(waited >= 0.19 && waited < 1.0, "waited %.3f s for a 0.2 s deadline", waited);
+  ck_assert_msg(waited >= 0.19 && waited < 2.0, "waited %.3f s for a 0.2 s deadline", waited);
   ck_assert_uint_eq(t.available, 0);
+  /* With a longer deadline, a reading behind the stuck one still returns at once. */
+  setenv("GP_TELEMETRY_TIMEOUT_MS", "3000", 1);
   t0 = now_s();
   FAILS(nvml(g_nvml, "0000:17:00.0", &t, &off), GP_ERROR_TIMEOUT, "has not returned");
-  ck_assert_msg(now_s() - t0 < 0.1, "a reading behind a stuck one waited %.3f s", now_s() - t0);
+  ck_assert_msg(now_s() - t0 < 1.5, "a reading behind a stuck one waited %.3f s", now_s() - t0);
   nvml_set("sleep_ms", 0);
   gp_status_t s = GP_ERROR_TIMEOUT;
-  for (int i = 0; i < 100 && s == GP_ERROR_TIMEOUT; i++) {
+  for (int i = 0; i < 400 && s == GP_ERROR_TIMEOUT; i++) {
     usleep(50000);
     s = nvml(g_nvml, "0000:17:00.0", &t, &off);
   }
@@ -349,15 +351,15 @@ END_TEST
 START_TEST(nvml_init_hang) {
   setenv("GP_TELEMETRY_INIT_TIMEOUT_MS", "300", 1);
   setenv("GP_TELEMETRY_TIMEOUT_MS", "300", 1);
-  nvml_set("init_sleep_ms", 1500);
+  nvml_set("init_sleep_ms", 4000);
   gp_telemetry_t t;
   uint64_t off = 0;
   double t0 = now_s();
   FAILS(nvml(g_nvml, "0000:17:00.0", &t, &off), GP_ERROR_TIMEOUT, "NVML did not answer");
-  ck_assert_msg(now_s() - t0 < 1.0, "waited %.3f s for a 0.3 s deadline", now_s() - t0);
+  ck_assert_msg(now_s() - t0 < 2.0, "waited %.3f s for a 0.3 s deadline", now_s() - t0);
   nvml_set("init_sleep_ms", 0);
   gp_status_t s = GP_ERROR_TIMEOUT;
-  for (int i = 0; i < 100 && s == GP_ERROR_TIMEOUT; i++) {
+  for (int i = 0; i < 400 && s == GP_ERROR_TIMEOUT; i++) {
     usleep(50000);
     s = nvml(g_nvml, "0000:17:00.0", &t, &off);
   }
@@ -469,13 +471,13 @@ START_TEST(amdsmi_hang) {
   gp_telemetry_t t;
   uint64_t off = 0;
   OK(amd(g_amdsmi, g_rsmi, "0000:0c:00.0", &t, &off));
-  amd_set("sleep_ms", 1500);
+  amd_set("sleep_ms", 4000);
   double t0 = now_s();
   FAILS(amd(g_amdsmi, g_rsmi, "0000:0c:00.0", &t, &off), GP_ERROR_TIMEOUT, "AMD SMI did not answer");
-  ck_assert_msg(now_s() - t0 < 1.0, "waited %.3f s for a 0.2 s deadline", now_s() - t0);
+  ck_assert_msg(now_s() - t0 < 2.0, "waited %.3f s for a 0.2 s deadline", now_s() - t0);
   amd_set("sleep_ms", 0);
   gp_status_t s = GP_ERROR_TIMEOUT;
-  for (int i = 0; i < 100 && s == GP_ERROR_TIMEOUT; i++) {
+  for (int i = 0; i < 400 && s == GP_ERROR_TIMEOUT; i++) {
     usleep(50000);
     s = amd(g_amdsmi, g_rsmi, "0000:0c:00.0", &t, &off);
   }
