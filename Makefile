@@ -5,8 +5,10 @@
 #   make test               run the Check suites on the default backend (1 and 4 CPU
 #                           devices) and the examples (cpu: at warp widths 32 and 64),
 #                           then the suites under ASan+UBSan (cpu backend), then the
-#                           porting test (cpu: test/port/check.sh), then the MPI test
-#                           (when mpicc and mpirun are present)
+#                           porting test (cpu: test/port/check.sh), the monitor and
+#                           Prometheus exporter scraped and checked by promtool (cpu:
+#                           test/telemetry/exporter.sh; skipped without curl/promtool),
+#                           then the MPI test (when mpicc and mpirun are present)
 #   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make fuzz [FUZZ_SECONDS=N]  the libFuzzer harnesses of test/fuzz, N seconds each
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
@@ -79,6 +81,11 @@ CHECK_LIBS := $(or $(shell pkg-config --libs check 2>/dev/null),-lcheck -lsubuni
 # without that command, so a machine that only runs the tool needs neither).
 MINILM_LIBS := $(or $(shell pkg-config --libs libcjson libutf8proc 2>/dev/null),-lcjson -lutf8proc)
 TOOL_MINILM := $(shell pkg-config --exists libcjson libutf8proc 2>/dev/null && echo 1)
+# libmicrohttpd serves `gpuport monitor --prometheus`; without it the tool is built without
+# the HTTP server (`--once` still prints the exposition).
+TOOL_MHD := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo 1)
+MHD_CFLAGS := $(if $(TOOL_MHD),-DGP_TOOL_MHD $(shell pkg-config --cflags libmicrohttpd))
+MHD_LIBS := $(if $(TOOL_MHD),$(shell pkg-config --libs libmicrohttpd))
 MODEL_DIR ?= models/all-MiniLM-L6-v2
 MODEL_CACHE ?= .cache/models
 
@@ -101,7 +108,7 @@ KERNEL_SRC := $(wildcard kernels/portable/*.cu)
 CUDA_KERNEL_SRC := $(wildcard kernels/sm80/*.cu kernels/sm90a/*.cu)
 HIP_KERNEL_SRC := $(wildcard kernels/mfma/*.cu)
 TOOL_SRC := $(wildcard cli/*.c) $(wildcard ref/*.c)
-TOOL_CFLAGS = -fvisibility=default -Icli -Iref $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm)
+TOOL_CFLAGS = -fvisibility=default -Icli -Iref $(MHD_CFLAGS) $(if $(TOOL_MINILM),-DGP_TOOL_MINILM -Iexamples/minilm)
 REF_SRC := $(wildcard ref/*.c)
 # The lane probes (cli/probe*.c) serve `gpuport selftest --hardware` and the suites
 # test_nv_mma, test_nv_wgmma and test_amd_mfma: one implementation, linked into both.
@@ -232,7 +239,7 @@ build/$(1)/tool/%.o: %.c
 
 bin/gpuport-$(1): $$(TOOL_SRC:%.c=build/$(1)/tool/%.o) lib/libgpuport-$(1).so.$(VERSION) $(if $(TOOL_MINILM),build/$(1)/libminilm.a)
 	@mkdir -p bin
-	$$(CC) -pthread $$(TOOL_SRC:%.c=build/$(1)/tool/%.o) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread)
+	$$(CC) -pthread $$(TOOL_SRC:%.c=build/$(1)/tool/%.o) $(if $(TOOL_MINILM),build/$(1)/libminilm.a) -o $$@ -Llib -lgpuport-$(1) -Wl,-rpath,'$$$$ORIGIN/../lib' $(if $(TOOL_MINILM),$$(MINILM_LIBS) $$(LIBS_$(1)),-lm -pthread) $$(MHD_LIBS)
 
 backend-$(1): lib/libgpuport-$(1).a lib/libgpuport-$(1).so.$(VERSION) bin/gpuport-$(1) tests-$(1) examples-$(1)
 endef
@@ -268,8 +275,24 @@ $(if $(filter cpu,$(1)),build/$(1)$(2)/test/test_comm_nccl: build/$(1)$(2)/src/g
 build/$(1)$(2)/test/mock/libnccl.so.2: test/mock/nccl_mock.c
 	@mkdir -p $$(@D)
 	$$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $$(WARN) $$< -o $$@
-tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2
+# The mock management libraries test_telemetry loads to check the NVML, AMD SMI and ROCm
+# SMI mappings (libnvidia-ml-old.so.1: a driver from before the versioned NVML calls).
+TEST_MOCKS_$(1)$(2) := $$(addprefix build/$(1)$(2)/test/mock/,libnvidia-ml.so.1 libnvidia-ml-old.so.1 libamd_smi.so librocm_smi64.so)
+build/$(1)$(2)/test/mock/libnvidia-ml.so.1: test/mock/nvml_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) $$< -o $$@
+build/$(1)$(2)/test/mock/libnvidia-ml-old.so.1: test/mock/nvml_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) -DMOCK_OLD_DRIVER $$< -o $$@
+build/$(1)$(2)/test/mock/libamd_smi.so: test/mock/amdsmi_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) $$< -o $$@
+build/$(1)$(2)/test/mock/librocm_smi64.so: test/mock/rocm_smi_mock.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(MOCK_CFLAGS) $$< -o $$@
+tests-$(1)$(2): $$(TEST_BIN_$(1)$(2)) build/$(1)$(2)/test/mock/libnccl.so.2 $$(TEST_MOCKS_$(1)$(2))
 endef
+MOCK_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared -fvisibility=hidden -pthread $(WARN)
 $(foreach b,cpu cuda hip,$(eval $(call TEST_RULES,$(b),,)))
 $(eval $(call TEST_RULES,cpu,-san,$(SAN_FLAGS)))
 
@@ -314,6 +337,7 @@ test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	-BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	-BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh build/cpu-san/test
 	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "porting test" sh test/port/check.sh lib)
+	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "telemetry exporter" sh test/telemetry/exporter.sh bin/gpuport-cpu)
 	$(if $(and $(MPICC),$(MPIRUN)),-BACKEND=$(BACKEND) GP_TEST_TALLY=$(TEST_TALLY) GP_TEST_TIMEOUT=900 sh test/run.sh --run "MPI test" sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "MPI test (mpicc or mpirun not found)" sh -c 'exit 77')
 	@sh test/run.sh --end $(TEST_TALLY)
 

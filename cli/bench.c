@@ -466,7 +466,7 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
 /* ---- command line ----------------------------------------------------------------------- */
 
 static const char bench_usage[] =
-    "usage: gpuport bench gemm|attention|memcpy|launch|embed [options]\n"
+    "usage: gpuport bench gemm|attention|memcpy|launch|embed|telemetry [options]\n"
     "       gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast [options]\n"
     "             (collectives, nccl-tests' sizes and bandwidths: gpuport bench allreduce --help)\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
@@ -488,7 +488,9 @@ static const char bench_usage[] =
     "             of __syncthreads (256 and 1024 threads), empty-kernel latency; then\n"
     "             --kernels N (default 1000): a chain of N dependent one-block kernels,\n"
     "             launched one by one and replayed as one graph (us per kernel)\n"
-    "  embed:     all-MiniLM-L6-v2 sentences/s and tokens/s (see 'gpuport bench embed --help')\n";
+    "  embed:     all-MiniLM-L6-v2 sentences/s and tokens/s (see 'gpuport bench embed --help')\n"
+    "  telemetry: the host time of one gp_device_get_telemetry per device (--iters N, default\n"
+    "             1000; median, 99th percentile, worst)\n";
 
 int tool_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
@@ -496,6 +498,7 @@ int tool_bench(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "embed")) return tool_bench_embed(argc, argv);
+  if (!strcmp(argv[1], "telemetry")) return tool_bench_telemetry(argc, argv);
   int crc = tool_bench_comm(argc, argv);
   if (crc >= 0) return crc;
   const char *what = argv[1];

@@ -31,9 +31,14 @@ static const char usage[] =
     "                                      TFLOP/s or GB/s at model shapes (see 'gpuport bench --help')\n"
     "  bench allreduce|allgather|reducescatter|alltoall|broadcast [--check] [--json] [...]\n"
     "                                      collectives over every device, as nccl-tests\n"
+    "  bench telemetry [--iters N] [--json] the cost of one telemetry reading per device\n"
     "  demo                                one transformer block forward, timed and verified\n"
     "  embed [--bf16] [--json] SENTENCE... all-MiniLM-L6-v2 sentence embeddings and cosine\n"
     "                                      similarities (needs `make model`; see 'gpuport embed --help')\n"
+    "  monitor [-i S] [-c N] [--json]      temperature, power, clocks, memory, utilisation, ECC\n"
+    "                                      per device per interval, like nvidia-smi dmon\n"
+    "  monitor --prometheus [--listen H:P] the same as a Prometheus exporter (see\n"
+    "                                      'gpuport monitor --help')\n"
     "  version                             print the library version and backend\n"
     "  --help                              this text\n"
     "\n"
@@ -68,6 +73,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "bench")) return tool_bench(argc - 1, argv + 1);
   if (!strcmp(cmd, "demo")) return tool_demo(argc - 1, argv + 1);
   if (!strcmp(cmd, "embed")) return tool_embed(argc - 1, argv + 1);
+  if (!strcmp(cmd, "monitor")) return tool_monitor(argc - 1, argv + 1);
   fprintf(stderr, "gpuport: unknown command '%s'\n\n", cmd);
   fputs(usage, stderr);
   return 2;

@@ -18,6 +18,8 @@ int tool_bench(int argc, char **argv);
 int tool_demo(int argc, char **argv);
 int tool_embed(int argc, char **argv);       /* embed.c: all-MiniLM-L6-v2 embeddings */
 int tool_bench_embed(int argc, char **argv); /* embed.c: `bench embed` (argv[1] is "embed") */
+int tool_monitor(int argc, char **argv);     /* monitor.c: telemetry table, JSON, exporter */
+int tool_bench_telemetry(int argc, char **argv); /* monitor.c: `bench telemetry` */
 /* `gpuport bench launch` (cli/bench_launch.c), called by tool_bench with its options;
  * kernels: the length of the chain replayed as a graph. */
 int tool_bench_launch(int64_t iters, int64_t warmup, bool json, int64_t kernels, gp_stream_t s);

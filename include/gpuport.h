@@ -16,5 +16,6 @@
 #include <gpuport/blas.h>
 #include <gpuport/attention.h>
 #include <gpuport/comm.h>
+#include <gpuport/telemetry.h>
 
 #endif /* GPUPORT_H */

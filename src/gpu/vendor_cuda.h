@@ -133,6 +133,7 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuSetDevice cudaSetDevice
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDeviceGetPCIBusId cudaDeviceGetPCIBusId
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuDeviceReset cudaDeviceReset
 #define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer

@@ -119,6 +119,7 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuSetDevice hipSetDevice
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDeviceGetPCIBusId hipDeviceGetPCIBusId
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuDeviceReset hipDeviceReset
 #define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
