@@ -83,10 +83,16 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 
 # ---- sources (docs/dev/CONTRIBUTING.md shows the tree) ------------------------------
 # src/: the API layer every backend shares; src/cpu, src/gpu: the backends' runtimes;
-# kernels/<family>/: each kernel family's kernels and its host-side choice and launch
-# (*.c, built into every backend's library); kernels/cpu: the cpu backend's host kernels.
-API_SRC := $(wildcard src/*.c) $(filter-out kernels/cpu/%,$(wildcard kernels/*/*.c))
-CPU_SRC := $(wildcard src/cpu/*.c) $(wildcard kernels/cpu/*.c)
+# kernels/<family>/: each kernel family's kernels and its host-side supports/launch
+# (*.c), built into the libraries of the backends that run the family (FAMILIES_<backend>;
+# the implementation tables of src/gemm_table.c and src/attention_table.c list the same);
+# kernels/cpu: the cpu backend's host kernels.
+API_SRC := $(wildcard src/*.c)
+FAMILIES_cpu := portable sm80 sm90a mfma cpu
+FAMILIES_cuda := portable sm80 sm90a
+FAMILIES_hip := portable mfma
+family_src = $(foreach f,$(FAMILIES_$(1)),$(wildcard kernels/$(f)/*.c))
+CPU_SRC := $(wildcard src/cpu/*.c)
 CPU_ASM := $(wildcard src/cpu/*.S)
 GPU_SRC := $(wildcard src/gpu/*.c)
 KERNEL_SRC := $(wildcard kernels/portable/*.cu)
@@ -149,7 +155,7 @@ endef
 # $(1) backend, $(2) variant suffix, $(3) extra flags
 define BACKEND_RULES
 B_$(1)$(2) := build/$(1)$(2)
-OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
+OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) $$(patsubst %.c,build/$(1)$(2)/%.o,$$(call family_src,$(1))) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
   $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \

@@ -28,6 +28,7 @@
 #include <gpuport.h>
 
 #include "attention_impl.h"
+#include "dispatch.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -37,6 +38,9 @@ GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4, M_SM90A = 5 };
 static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma", "sm90a"};
+/* The CPU mode (GP_CPU_ATTENTION) each test mode sets; warp64 runs a given kernel build. */
+static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80, GP__CPU_MFMA,
+                               GP__CPU_SM90A};
 
 static uint64_t g_seed;
 
@@ -244,16 +248,7 @@ static void run_case(const acase_t *c, int mode) {
     desc.o_batch_stride = to.bs, desc.o_seq_stride = to.ss, desc.o_head_stride = to.hs;
   }
 
-  if (mode == M_PORTABLE)
-    setenv("GP_CPU_ATTENTION", "portable", 1);
-  else if (mode == M_SM80)
-    setenv("GP_CPU_ATTENTION", "sm80", 1);
-  else if (mode == M_MFMA)
-    setenv("GP_CPU_ATTENTION", "mfma", 1);
-  else if (mode == M_SM90A)
-    setenv("GP_CPU_ATTENTION", "sm90a", 1);
-  else
-    unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, mode_cpu[mode]);
   gp_status_t st;
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64)
@@ -399,8 +394,19 @@ START_TEST(test_mfma) {
 END_TEST
 
 #if defined(GP_BUILD_CPU)
-/* The choice itself (kernels/mfma/attention_mfma_host.c): what the MFMA kernels take (any alignment),
- * what they leave to the portable kernel, and the reason the INFO line gives. */
+/* Whether the family of forward table entry name may run in CPU mode mode. */
+static bool enabled_in(int mode, const char *name, gp__family_t f) {
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, mode);
+  gp__dispatch_t d;
+  char declined[64], why[128] = "";
+  ck_assert_int_eq(gp__dispatch_begin(&d, GP__OP_ATTN_FWD, "test", declined, sizeof declined), GP_SUCCESS);
+  const bool ok = gp__dispatch_eligible(&d, name, f, why, sizeof why);
+  ck_assert_msg(ok || strstr(why, "GP_CPU_ATTENTION=") != NULL, "%s", why);
+  return ok;
+}
+
+/* The MFMA entry (kernels/mfma/attention_mfma_host.c): what it takes (any alignment), what
+ * it leaves to the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_mfma_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__attn_params_t p;
@@ -414,34 +420,34 @@ START_TEST(test_mfma_choice) {
   p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * (2 * 128 + 3);
   p.dtype = GP_BF16;
   p.window_left = p.window_right = -1;
-  gp__attn_mfma_plan_t plan;
-  char why[128] = "";
-  setenv("GP_CPU_ATTENTION", "sm80", 1);
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
-  setenv("GP_CPU_ATTENTION", "mfma", 1);
-  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  gp__attn_plan_t plan;
+  char why[192] = "";
+  const gp__attn_fwd_impl_t *mfma = &gp__attn_fwd_impl_mfma;
+  ck_assert(!enabled_in(GP__CPU_SM80, "mfma", GP__FAMILY_MFMA));
+  ck_assert(enabled_in(GP__CPU_MFMA, "mfma", GP__FAMILY_MFMA));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_bf16_d128");
   ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles x heads x sequences */
   ck_assert_uint_eq(plan.threads, 256);
   ck_assert_uint_eq(plan.smem, 64u * (128u + 128u) * 2u);
   p.head_dim = p.head_dim_v = 32, p.dtype = GP_F16;
-  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_f16_d32");
   p.head_dim = p.head_dim_v = 96;
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim 96") != NULL, "%s", why);
   p.head_dim = 64, p.head_dim_v = 32;
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
   p.head_dim_v = 64, p.dtype = GP_F32;
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
 }
 END_TEST
 
-/* The choice itself (kernels/sm80/attention_sm80_host.c): what the sm_80 kernels take, what they
- * leave to the portable kernel, and the reason the INFO line gives. */
+/* The sm_80 entry (kernels/sm80/attention_sm80_host.c): what it takes, what it leaves to
+ * the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__attn_params_t p;
@@ -455,32 +461,34 @@ START_TEST(test_sm80_choice) {
   p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * 2 * 128;
   p.dtype = GP_BF16;
   p.window_left = p.window_right = -1;
-  gp__attn_sm80_plan_t plan;
-  char why[128] = "";
-  unsetenv("GP_CPU_ATTENTION");
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
-  setenv("GP_CPU_ATTENTION", "sm80", 1);
-  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  gp__attn_plan_t plan;
+  char why[192] = "";
+  const gp__attn_fwd_impl_t *sm80 = &gp__attn_fwd_impl_sm80;
+  ck_assert(!enabled_in(GP__CPU_HOST, "sm80", GP__FAMILY_SM80));
+  ck_assert(!enabled_in(GP__CPU_PORTABLE, "sm80", GP__FAMILY_SM80));
+  ck_assert(enabled_in(GP__CPU_SM80, "sm80", GP__FAMILY_SM80));
+  ck_assert(enabled_in(GP__CPU_SM90A, "sm80", GP__FAMILY_SM80));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_bf16_d128");
   ck_assert_uint_eq(plan.blocks, 4 * 8 * 2); /* 64-row tiles x heads x sequences */
   ck_assert_uint_eq(plan.smem, 2u * (64u + 128u) * 136u);
   p.head_dim = p.head_dim_v = 64, p.dtype = GP_F16;
-  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_f16_d64");
   ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles */
   p.head_dim = p.head_dim_v = 72;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim 72") != NULL, "%s", why);
   p.head_dim = 64, p.head_dim_v = 32;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
   p.head_dim_v = 64, p.k_ss = 2 * 64 + 4;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
   p.k_ss = 2 * 64, p.dtype = GP_F32;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
 }
 END_TEST
 #endif
@@ -576,7 +584,7 @@ START_TEST(test_errors) {
   /* Varlen offsets are read in stream order: a sequence longer than seqlen_q is an
    * asynchronous error of the host implementation (reported by the next sync). */
   if (gp_backend() == GP_BACKEND_CPU) {
-    unsetenv("GP_CPU_ATTENTION");
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_HOST);
     int32_t cu_host[2] = {0, 9}, *cu = NULL;
     ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_host)), GP_SUCCESS);
     ck_assert_int_eq(gp_memcpy(cu, cu_host, sizeof(cu_host)), GP_SUCCESS);
@@ -589,12 +597,12 @@ START_TEST(test_errors) {
 
     /* The portable kernel traps on such offsets instead of reading past the tensors
      * (under AddressSanitizer the read was a heap-buffer-overflow). */
-    setenv("GP_CPU_ATTENTION", "portable", 1);
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_PORTABLE);
     ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
     st = gp_device_synchronize();
     ck_assert_msg(st == GP_ERROR_LAUNCH_FAILED, "bad cu_seqlens, portable: got %s (%s)",
                   gp_status_name(st), gp_last_error_message());
-    unsetenv("GP_CPU_ATTENTION");
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
     gp_free(cu);
 
     /* Offsets within seqlen_q/seqlen_k whose totals (40 x 4 tokens) run past the packed

@@ -36,6 +36,7 @@
 #include <gpuport.h>
 
 #include "attention_impl.h"
+#include "dispatch.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -48,6 +49,8 @@ GP_KERNEL_DECLARE(gp__attention_bwd_dkv_w64);
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
 static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma"};
+/* The CPU mode (GP_CPU_ATTENTION) each test mode sets; warp64 runs given kernel builds. */
+static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80, GP__CPU_MFMA};
 
 static uint64_t g_seed;
 
@@ -269,7 +272,7 @@ static void setup(run_t *r, const bcase_t *c) {
   ck_assert_int_eq(gp_malloc(&r->dws, r->ws_bytes), GP_SUCCESS);
 
   /* The forward, once: o and lse for every backward run. */
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_HOST);
   gp_status_t st = gp_attention_fwd(r->s, d);
   ck_assert_msg(st == GP_SUCCESS, "%s: gp_attention_fwd: %s: %s", c->name, gp_status_name(st),
                 gp_last_error_message());
@@ -315,14 +318,7 @@ static void run_bwd(run_t *r, int mode, int det) {
   ck_assert(need <= r->ws_bytes);
   void *dq = r->dgrad, *dk = (char *)r->dgrad + r->g.k_off * r->es;
   void *dv = (char *)r->dgrad + r->g.v_off * r->es;
-  if (mode == M_PORTABLE)
-    setenv("GP_CPU_ATTENTION", "portable", 1);
-  else if (mode == M_SM80)
-    setenv("GP_CPU_ATTENTION", "sm80", 1);
-  else if (mode == M_MFMA)
-    setenv("GP_CPU_ATTENTION", "mfma", 1);
-  else
-    unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, mode_cpu[mode]);
   gp_status_t st;
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64) {
@@ -334,7 +330,7 @@ static void run_bwd(run_t *r, int mode, int det) {
   } else
 #endif
     st = gp_attention_bwd(r->s, &d, r->ddo, dq, dk, dv, r->dws, need);
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, -1);
   ck_assert_msg(st == GP_SUCCESS, "%s (%s): gp_attention_bwd: %s: %s", c->name, mode_names[mode],
                 gp_status_name(st), gp_last_error_message());
   st = sync_and_read(r->s, c->own_stream, r->hgrad, r->dgrad, r->g.nin * r->es);
@@ -633,7 +629,7 @@ START_TEST(test_errors) {
 
   /* Varlen offsets longer than seqlen_q: an asynchronous error of the host implementation. */
   if (gp_backend() == GP_BACKEND_CPU) {
-    unsetenv("GP_CPU_ATTENTION");
+    gp__cpu_mode_set(GP__OP_ATTN_BWD, GP__CPU_HOST);
     int32_t cu_host[2] = {0, 9}, *cu = NULL;
     ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_host)), GP_SUCCESS);
     ck_assert_int_eq(gp_memcpy(cu, cu_host, sizeof(cu_host)), GP_SUCCESS);

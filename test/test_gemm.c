@@ -28,6 +28,7 @@
 
 #include <gpuport.h>
 
+#include "dispatch.h"
 #include "gemm.h"
 #include "ref.h"
 #include "ref_gemm.h"
@@ -101,12 +102,12 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 }
 
 static void set_mode(int mode) {
-  gp__gemm_set_cpu_mode(mode == MODE_SM90A      ? GP__GEMM_CPU_SM90A
-                        : mode == MODE_MFMA     ? GP__GEMM_CPU_MFMA
-                        : mode == MODE_SM80     ? GP__GEMM_CPU_SM80
-                        : mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
-                        : mode == MODE_PACKED   ? GP__GEMM_CPU_PACKED
-                                                : GP__GEMM_CPU_DEFAULT);
+  gp__cpu_mode_set(GP__OP_GEMM, mode == MODE_SM90A      ? GP__CPU_SM90A
+                                 : mode == MODE_MFMA     ? GP__CPU_MFMA
+                                 : mode == MODE_SM80     ? GP__CPU_SM80
+                                 : mode == MODE_PORTABLE ? GP__CPU_PORTABLE
+                                 : mode == MODE_PACKED   ? GP__CPU_PACKED
+                                                         : GP__CPU_HOST);
 }
 
 static void run_case(const gemm_case_t *cs) {
@@ -532,8 +533,19 @@ START_TEST(test_sm90_vs_sm80) {
 END_TEST
 
 #ifdef GP_BUILD_CPU
-/* The sm_90a choice (kernels/sm90a/gemm_sm90a_host.c): mode, alignment, types; the sm_80 kernels take
- * the rest in sm90a mode. */
+/* Whether the family of GEMM table entry name may run in CPU mode mode. */
+static bool enabled_in(int mode, const char *name, gp__family_t f) {
+  gp__cpu_mode_set(GP__OP_GEMM, mode);
+  gp__dispatch_t d;
+  char declined[64], why[128] = "";
+  ck_assert_int_eq(gp__dispatch_begin(&d, GP__OP_GEMM, "test", declined, sizeof declined), GP_SUCCESS);
+  const bool ok = gp__dispatch_eligible(&d, name, f, why, sizeof why);
+  ck_assert_msg(ok || strstr(why, "GP_CPU_GEMM=") != NULL, "%s", why);
+  return ok;
+}
+
+/* The sm_90a entry (kernels/sm90a/gemm_sm90a_host.c): mode, alignment, types; the sm_80
+ * entry takes the rest in sm90a mode. */
 START_TEST(test_sm90_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -541,37 +553,43 @@ START_TEST(test_sm90_choice) {
   p.m = 300; p.n = 260; p.k = 70; p.batch = 1;
   p.a = buf; p.b = buf; p.c = buf; p.lda = 104; p.ldb = 72; p.ldc = 300;
   p.ab_type = GP_BF16; p.c_type = GP_F32; p.trans_a = 1;
-  gp__gemm_sm90_plan_t plan;
-  gp__gemm_sm80_plan_t plan80;
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM90A);
-  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  gp__gemm_plan_t plan, plan80;
+  char why[192];
+  const gp__gemm_impl_t *sm90 = &gp__gemm_impl_sm90a, *sm80 = &gp__gemm_impl_sm80;
+  ck_assert(!enabled_in(GP__CPU_SM80, "sm90a", GP__FAMILY_SM90A));
+  ck_assert(enabled_in(GP__CPU_SM90A, "sm90a", GP__FAMILY_SM90A));
+  ck_assert(enabled_in(GP__CPU_SM90A, "sm80", GP__FAMILY_SM80));
+  ck_assert(sm90->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_bf16_tn");
-  ck_assert_uint_eq(plan.grid_x, 3); /* 9 tiles over a persistent grid of 3 on the cpu */
-  ck_assert_uint_eq(plan.threads, 384);
+  ck_assert_str_eq(plan.kernel_name, "gp__gemm_sm90_bf16_tn");
+  ck_assert_uint_eq(plan.grid.x, 3); /* 9 tiles over a persistent grid of 3 on the cpu */
+  ck_assert_uint_eq(plan.block.x, 384);
   ck_assert(strstr(plan.name, "gp__gemm_sm90_bf16_tn (wgmma m64n128k16 + TMA") == plan.name);
   p.lda = 101; /* rows not 16-byte aligned: not for TMA; the sm_80 kernels take it */
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
-  ck_assert(gp__gemm_sm80_choose(&p, &plan80));
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
+  ck_assert(sm80->supports(&p, &plan80, why, sizeof why));
   p.lda = 104; p.b = buf + 1;
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
   p.b = buf; p.batch = 3; p.stride_a = 4;
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
   p.stride_a = 0; p.stride_b = 8 * 70 * 260; /* broadcast A, batched B */
-  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(sm90->supports(&p, &plan, why, sizeof why));
   p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1;
-  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(sm90->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_f16_nt");
-  p.ab_type = GP_F32;
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
-  ck_assert(gp__gemm_sm80_choose(&p, &plan80));
+  p.k = 0;
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
+  p.k = 70; p.ab_type = GP_F32;
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
+  ck_assert(sm80->supports(&p, &plan80, why, sizeof why));
   ck_assert_str_eq(plan80.kernel->name, "gp__gemm_sm80_f32");
-  gp__gemm_set_cpu_mode(-1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
 }
 END_TEST
 
-/* The choice itself (kernels/sm80/gemm_sm80_host.c), on the cpu backend where the mode decides. */
+/* The sm_80 entry (kernels/sm80/gemm_sm80_host.c); the mode decides where it may run. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -579,39 +597,41 @@ START_TEST(test_sm80_choice) {
   p.m = 100; p.n = 50; p.k = 70; p.batch = 1;
   p.a = buf; p.b = buf; p.c = buf; p.lda = 104; p.ldb = 72; p.ldc = 100;
   p.ab_type = GP_BF16; p.c_type = GP_F32; p.trans_a = 1;
-  gp__gemm_sm80_plan_t plan;
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_DEFAULT);
-  ck_assert(!gp__gemm_sm80_choose(&p, &plan));
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  gp__gemm_plan_t plan;
+  char why[192];
+  const gp__gemm_impl_t *sm80 = &gp__gemm_impl_sm80;
+  ck_assert(!enabled_in(GP__CPU_HOST, "sm80", GP__FAMILY_SM80));
+  ck_assert(!enabled_in(GP__CPU_MFMA, "sm80", GP__FAMILY_SM80));
+  ck_assert(enabled_in(GP__CPU_SM80, "sm80", GP__FAMILY_SM80));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_bf16_tn");
-  ck_assert_int_eq(plan.vec, 1);
-  ck_assert_uint_eq(plan.grid_x, 1);
+  ck_assert_int_eq(plan.variant, 1);
+  ck_assert_uint_eq(plan.grid.x, 1);
   ck_assert(strstr(plan.name, "gp__gemm_sm80_bf16_tn (mma.sync m16n8k16") == plan.name);
   p.lda = 101; /* rows no longer 16-byte aligned */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0);
   p.lda = 104; p.b = buf + 1;
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0);
   p.b = buf; p.batch = 3; p.stride_a = 4; /* a batch stride that is not */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0 && plan.grid_z == 3);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0 && plan.grid.z == 3);
   p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1; p.m = 300; p.n = 260;
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f16_nt");
-  ck_assert_uint_eq(plan.grid_x, 9); /* 3 x 3 tiles of 128 */
+  ck_assert_uint_eq(plan.grid.x, 9); /* 3 x 3 tiles of 128 */
   ck_assert_uint_eq(plan.smem, 2u * 4u * (32u * 136u + 32u * 136u));
   p.ab_type = GP_F32;
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f32");
-  ck_assert_int_eq(plan.vec, -1);
+  ck_assert_int_eq(plan.variant, -1);
   p.allow_tf32 = 1; /* GP_COMPUTE_TF32: the tf32 mma kernel, 16-byte copies when aligned */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_tf32");
-  ck_assert_int_eq(plan.vec, 1);
+  ck_assert_int_eq(plan.variant, 1);
   ck_assert(strstr(plan.name, "(mma.sync m16n8k8 tf32, 128x128x16 tiles, 4-stage") != NULL);
   ck_assert_uint_eq(plan.smem, 4u * 4u * (16u * 136u + 16u * 136u)); /* A [k][m], B [k][n] */
   p.lda = 102; /* 8-byte multiple, not 16: 4-byte copies */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
-  gp__gemm_set_cpu_mode(-1);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
 }
 END_TEST
 
@@ -679,7 +699,7 @@ START_TEST(test_mfma_shapes) {
 END_TEST
 
 #ifdef GP_BUILD_CPU
-/* The choice itself (kernels/mfma/gemm_mfma_host.c), on the cpu backend where the mode decides. */
+/* The MFMA entry (kernels/mfma/gemm_mfma_host.c); the mode decides where it may run. */
 START_TEST(test_mfma_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -687,25 +707,28 @@ START_TEST(test_mfma_choice) {
   p.m = 300; p.n = 130; p.k = 70; p.batch = 3;
   p.a = buf; p.b = buf; p.c = buf; p.lda = 300; p.ldb = 72; p.ldc = 300;
   p.ab_type = GP_BF16; p.c_type = GP_F32;
-  gp__gemm_mfma_plan_t plan;
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
-  ck_assert(!gp__gemm_mfma_choose(&p, &plan));
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_MFMA);
-  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  gp__gemm_plan_t plan;
+  char why[192];
+  const gp__gemm_impl_t *mfma = &gp__gemm_impl_mfma;
+  ck_assert(!enabled_in(GP__CPU_SM80, "mfma", GP__FAMILY_MFMA));
+  ck_assert(enabled_in(GP__CPU_MFMA, "mfma", GP__FAMILY_MFMA));
+  ck_assert(enabled_in(GP__CPU_MFMA, "portable", GP__FAMILY_PORTABLE));
+  ck_assert(!enabled_in(GP__CPU_MFMA, "host", GP__FAMILY_HOST));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_bf16");
-  ck_assert_uint_eq(plan.grid_x, 3); /* 300 rows: 3 tiles of 128 */
-  ck_assert_uint_eq(plan.grid_y, 2);
-  ck_assert_uint_eq(plan.grid_z, 3);
-  ck_assert_uint_eq(plan.threads, 256);
+  ck_assert_uint_eq(plan.grid.x, 3); /* 300 rows: 3 tiles of 128 */
+  ck_assert_uint_eq(plan.grid.y, 2);
+  ck_assert_uint_eq(plan.grid.z, 3);
+  ck_assert_uint_eq(plan.block.x, 256);
   ck_assert(strstr(plan.name, "gp__gemm_mfma_bf16 (v_mfma_f32_32x32x8bf16_1k") == plan.name);
   p.ab_type = GP_F16; p.trans_a = 1; p.lda = 71; /* any layout and alignment: same kernel */
-  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f16");
   p.ab_type = GP_F32; p.batch = 70000; /* the kernel loops over the batch beyond 65535 */
-  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f32");
-  ck_assert_uint_eq(plan.grid_z, 65535);
-  gp__gemm_set_cpu_mode(-1);
+  ck_assert_uint_eq(plan.grid.z, 65535);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
 }
 END_TEST
 
@@ -753,13 +776,13 @@ START_TEST(test_larger) {
     cs.pad_a = 4;
     cs.beta = v == 1 ? 0.0f : 0.5f;
     cs.id = id++;
-    gp__gemm_set_cpu_mode(v == 0 ? GP__GEMM_CPU_DEFAULT : GP__GEMM_CPU_PACKED);
+    gp__cpu_mode_set(GP__OP_GEMM, v == 0 ? GP__CPU_HOST : GP__CPU_PACKED);
     run_case(&cs);
   }
 #ifdef GP_BUILD_CPU
   /* Extents beyond the BLAS integer limit are split, not truncated: lower the limit so
    * small sizes take that path. */
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_DEFAULT);
+  gp__cpu_mode_set(GP__OP_GEMM, GP__CPU_HOST);
   gp__gemm_cpu_set_blas_limit(40);
   gemm_case_t cs = base_case();
   cs.m = 70; cs.n = 50; cs.k = 300; cs.pad_a = 2; cs.id = id++;

@@ -18,6 +18,7 @@
 #ifndef GP_KERNELS_SM90_H
 #define GP_KERNELS_SM90_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <gpuport/nv_wgmma.h>
@@ -60,9 +61,14 @@ extern "C" {
  * swizzle GP_NV_SWIZZLE_*. On the cuda backend through the driver's
  * cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion; on the cpu
  * backend the emulation's description. GP_ERROR_INVALID_VALUE on a rule broken,
- * GP_ERROR_NOT_SUPPORTED without a driver that has the entry point or on hip. */
+ * GP_ERROR_NOT_SUPPORTED without a driver that has the entry point; the message set. */
 gp_status_t gp__nv_tensor_map_encode(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank, const void *base,
                                      const uint64_t *dims, const uint64_t *strides, const uint32_t *box, int swizzle);
+/* The same without touching the thread's error message: the reason goes into why. For
+ * the families' supports(), which decline rather than fail. */
+gp_status_t gp__nv_tensor_map_make(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank, const void *base,
+                                   const uint64_t *dims, const uint64_t *strides, const uint32_t *box, int swizzle,
+                                   char *why, size_t why_len);
 #ifdef __cplusplus
 }
 #endif
