@@ -33,7 +33,7 @@
 #include "ref_attention.h"
 
 #if defined(GP_BUILD_CPU)
-GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
+GP_KERNEL_DECLARE(gp__attention_fwd_portable_w64);
 #endif
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4, M_SM90A = 5 };
@@ -252,7 +252,7 @@ static void run_case(const acase_t *c, int mode) {
   gp_status_t st;
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64)
-    st = gp__attention_fwd_kernel(s, &desc, GP_KERNEL_REF(gp__attention_fwd_tiled_w64));
+    st = gp__attention_fwd_kernel(s, &desc, GP_KERNEL_REF(gp__attention_fwd_portable_w64));
   else
 #endif
     st = gp_attention_fwd(s, &desc);
@@ -426,13 +426,13 @@ START_TEST(test_mfma_choice) {
   ck_assert(!enabled_in(GP__CPU_SM80, "mfma", GP__FAMILY_MFMA));
   ck_assert(enabled_in(GP__CPU_MFMA, "mfma", GP__FAMILY_MFMA));
   ck_assert(mfma->supports(&p, &plan, why, sizeof why));
-  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_bf16_d128");
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_mfma_bf16_d128");
   ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles x heads x sequences */
   ck_assert_uint_eq(plan.threads, 256);
   ck_assert_uint_eq(plan.smem, 64u * (128u + 128u) * 2u);
   p.head_dim = p.head_dim_v = 32, p.dtype = GP_F16;
   ck_assert(mfma->supports(&p, &plan, why, sizeof why));
-  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_f16_d32");
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_mfma_f16_d32");
   p.head_dim = p.head_dim_v = 96;
   ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim 96") != NULL, "%s", why);

@@ -41,10 +41,10 @@
 #include "ref_attention.h"
 
 #if defined(GP_BUILD_CPU)
-GP_KERNEL_DECLARE(gp__attention_bwd_pre_w64);
-GP_KERNEL_DECLARE(gp__attention_bwd_main_w64);
-GP_KERNEL_DECLARE(gp__attention_bwd_dq_w64);
-GP_KERNEL_DECLARE(gp__attention_bwd_dkv_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_pre_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_main_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dq_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dkv_w64);
 #endif
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
@@ -322,10 +322,10 @@ static void run_bwd(run_t *r, int mode, int det) {
   gp_status_t st;
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64) {
-    const gp__attn_bwd_kernels_t k = {GP_KERNEL_REF(gp__attention_bwd_pre_w64),
-                                      GP_KERNEL_REF(gp__attention_bwd_main_w64),
-                                      GP_KERNEL_REF(gp__attention_bwd_dq_w64),
-                                      GP_KERNEL_REF(gp__attention_bwd_dkv_w64)};
+    const gp__attn_bwd_kernels_t k = {GP_KERNEL_REF(gp__attention_bwd_portable_pre_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_main_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_dq_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_dkv_w64)};
     st = gp__attention_bwd_kernels(r->s, &d, r->ddo, dq, dk, dv, r->dws, need, &k);
   } else
 #endif

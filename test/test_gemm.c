@@ -34,8 +34,8 @@
 #include "ref_gemm.h"
 #ifdef GP_BUILD_CPU
 #include "cpu/exec.h"
-GP_KERNEL_DECLARE(gp__gemm_tiled);
-GP_KERNEL_DECLARE(gp__gemm_tiled_w64);
+GP_KERNEL_DECLARE(gp__gemm_portable);
+GP_KERNEL_DECLARE(gp__gemm_portable_w64);
 #endif
 
 static uint64_t g_seed;
@@ -560,11 +560,11 @@ START_TEST(test_sm90_choice) {
   ck_assert(enabled_in(GP__CPU_SM90A, "sm90a", GP__FAMILY_SM90A));
   ck_assert(enabled_in(GP__CPU_SM90A, "sm80", GP__FAMILY_SM80));
   ck_assert(sm90->supports(&p, &plan, why, sizeof why));
-  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_bf16_tn");
-  ck_assert_str_eq(plan.kernel_name, "gp__gemm_sm90_bf16_tn");
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90a_bf16_tn");
+  ck_assert_str_eq(plan.kernel_name, "gp__gemm_sm90a_bf16_tn");
   ck_assert_uint_eq(plan.grid.x, 3); /* 9 tiles over a persistent grid of 3 on the cpu */
   ck_assert_uint_eq(plan.block.x, 384);
-  ck_assert(strstr(plan.name, "gp__gemm_sm90_bf16_tn (wgmma m64n128k16 + TMA") == plan.name);
+  ck_assert(strstr(plan.name, "gp__gemm_sm90a_bf16_tn (wgmma m64n128k16 + TMA") == plan.name);
   p.lda = 101; /* rows not 16-byte aligned: not for TMA; the sm_80 kernels take it */
   ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
@@ -577,7 +577,7 @@ START_TEST(test_sm90_choice) {
   ck_assert(sm90->supports(&p, &plan, why, sizeof why));
   p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1;
   ck_assert(sm90->supports(&p, &plan, why, sizeof why));
-  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_f16_nt");
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90a_f16_nt");
   p.k = 0;
   ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
   p.k = 70; p.ab_type = GP_F32;
@@ -971,8 +971,8 @@ END_TEST
 static void width64_setup(void) { setenv("GP_CPU_WARP_SIZE", "64", 1); }
 
 START_TEST(test_width64_build_runs) {
-  ck_assert_int_eq(GP_KERNEL_REF(gp__gemm_tiled_w64)->warp_size, 64);
-  ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_tiled)), GP_KERNEL_REF(gp__gemm_tiled_w64));
+  ck_assert_int_eq(GP_KERNEL_REF(gp__gemm_portable_w64)->warp_size, 64);
+  ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_portable)), GP_KERNEL_REF(gp__gemm_portable_w64));
 }
 END_TEST
 #endif

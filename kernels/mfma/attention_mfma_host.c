@@ -22,43 +22,43 @@
 #include "dispatch.h"
 #include "kernels/mfma/mfma.h"
 
-GP_KERNEL_DECLARE(gp__attn_mfma_bf16_d32);
-GP_KERNEL_DECLARE(gp__attn_mfma_bf16_d64);
-GP_KERNEL_DECLARE(gp__attn_mfma_bf16_d128);
-GP_KERNEL_DECLARE(gp__attn_mfma_f16_d32);
-GP_KERNEL_DECLARE(gp__attn_mfma_f16_d64);
-GP_KERNEL_DECLARE(gp__attn_mfma_f16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_bf16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_bf16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_bf16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_f16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_f16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_f16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_bf16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_bf16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_bf16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_f16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_f16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_bf16_d32);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_bf16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_f16_d32);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dq_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dq_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dq_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dq_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dq_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dq_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d128);
 
 #define N_DIMS 3
 static const int k_dims[N_DIMS] = {32, 64, 128};
 /* [bf16][head_dim index] */
 static const struct gp_kernel_s *const k_fwd[2][N_DIMS] = {
-    {GP_KERNEL_REF(gp__attn_mfma_f16_d32), GP_KERNEL_REF(gp__attn_mfma_f16_d64),
-     GP_KERNEL_REF(gp__attn_mfma_f16_d128)},
-    {GP_KERNEL_REF(gp__attn_mfma_bf16_d32), GP_KERNEL_REF(gp__attn_mfma_bf16_d64),
-     GP_KERNEL_REF(gp__attn_mfma_bf16_d128)}};
+    {GP_KERNEL_REF(gp__attention_fwd_mfma_f16_d32), GP_KERNEL_REF(gp__attention_fwd_mfma_f16_d64),
+     GP_KERNEL_REF(gp__attention_fwd_mfma_f16_d128)},
+    {GP_KERNEL_REF(gp__attention_fwd_mfma_bf16_d32), GP_KERNEL_REF(gp__attention_fwd_mfma_bf16_d64),
+     GP_KERNEL_REF(gp__attention_fwd_mfma_bf16_d128)}};
 static const struct gp_kernel_s *const k_dq[2][N_DIMS] = {
-    {GP_KERNEL_REF(gp__attn_bwd_dq_f16_d32), GP_KERNEL_REF(gp__attn_bwd_dq_f16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dq_f16_d128)},
-    {GP_KERNEL_REF(gp__attn_bwd_dq_bf16_d32), GP_KERNEL_REF(gp__attn_bwd_dq_bf16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dq_bf16_d128)}};
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dq_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dq_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dq_d128)},
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dq_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dq_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dq_d128)}};
 static const struct gp_kernel_s *const k_dkv[2][N_DIMS] = {
-    {GP_KERNEL_REF(gp__attn_bwd_dkv_f16_d32), GP_KERNEL_REF(gp__attn_bwd_dkv_f16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dkv_f16_d128)},
-    {GP_KERNEL_REF(gp__attn_bwd_dkv_bf16_d32), GP_KERNEL_REF(gp__attn_bwd_dkv_bf16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dkv_bf16_d128)}};
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d128)},
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d128)}};
 
 /* Whether the MFMA kernels take p (why says why not); *di: the head_dim's index. */
 static bool fits(const gp__attn_params_t *p, int *di, char *why, size_t why_len) {

@@ -78,7 +78,7 @@ GP_DEVICE void bwd_store(void *p, int64_t i, int dtype, float x) {
     ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
 }
 
-GP_KERNEL void gp__attention_bwd_pre(gp__attn_bwd_params_t p) {
+GP_KERNEL void gp__attention_bwd_portable_pre(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int warp = tid / GP_WARP_SIZE, lane = tid % GP_WARP_SIZE;
   const int64_t hq = p.f.heads_q, d = p.f.head_dim, dv = p.f.head_dim_v;
@@ -105,9 +105,9 @@ GP_KERNEL void gp__attention_bwd_pre(gp__attn_bwd_params_t p) {
     for (int64_t idx = tid; idx < rows * d; idx += nthreads) base[(idx / d) * hq * d + idx % d] = 0.0f;
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_pre)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_pre)
 
-GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_main(gp__attn_bwd_params_t p) {
+GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp__attn_bwd_params_t p) {
   GP_DYNAMIC_SHARED(float, smem);
   const int tid = (int)threadIdx.x;
   const int64_t hq = p.f.heads_q, group = hq / p.f.heads_kv;
@@ -242,9 +242,9 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_main(gp__attn_bw
     }
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_main)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_main)
 
-GP_KERNEL void gp__attention_bwd_dq(gp__attn_bwd_params_t p) {
+GP_KERNEL void gp__attention_bwd_portable_dq(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int64_t hq = p.f.heads_q, d = p.f.head_dim;
   const int64_t tiles = (p.f.seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
@@ -262,9 +262,9 @@ GP_KERNEL void gp__attention_bwd_dq(gp__attn_bwd_params_t p) {
               x * p.f.scale);
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_dq)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_dq)
 
-GP_KERNEL void gp__attention_bwd_dkv(gp__attn_bwd_params_t p) {
+GP_KERNEL void gp__attention_bwd_portable_dkv(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int64_t hq = p.f.heads_q, hkv = p.f.heads_kv, group = hq / hkv;
   const int64_t d = p.f.head_dim, dv = p.f.head_dim_v;
@@ -290,4 +290,4 @@ GP_KERNEL void gp__attention_bwd_dkv(gp__attn_bwd_params_t p) {
     bwd_store(p.dv, b * p.f.v_bs + (s.k0 + j0 + r) * p.f.v_ss + hk * p.f.v_hs + e, p.f.dtype, x);
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_dkv)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_dkv)

@@ -69,7 +69,7 @@ GP_DEVICE void attn_store(void *p, int64_t i, int dtype, float x) {
     ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
 }
 
-GP_KERNEL void gp__attention_fwd_tiled(gp__attn_params_t p) {
+GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
   GP_DYNAMIC_SHARED(float, smem);
   const int nthreads = (int)blockDim.x, tid = (int)threadIdx.x;
   const int warp = tid / GP_WARP_SIZE, lane = tid % GP_WARP_SIZE;
@@ -211,4 +211,4 @@ GP_KERNEL void gp__attention_fwd_tiled(gp__attn_params_t p) {
     }
   }
 }
-GP_KERNEL_EXPORT(gp__attention_fwd_tiled)
+GP_KERNEL_EXPORT(gp__attention_fwd_portable)

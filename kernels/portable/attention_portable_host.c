@@ -12,15 +12,15 @@
 
 #include "dispatch.h"
 
-GP_KERNEL_DECLARE(gp__attention_fwd_tiled);
-GP_KERNEL_DECLARE(gp__attention_bwd_pre);
-GP_KERNEL_DECLARE(gp__attention_bwd_main);
-GP_KERNEL_DECLARE(gp__attention_bwd_dq);
-GP_KERNEL_DECLARE(gp__attention_bwd_dkv);
+GP_KERNEL_DECLARE(gp__attention_fwd_portable);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_pre);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_main);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dq);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dkv);
 
 const gp__attn_bwd_kernels_t gp__attn_bwd_portable_kernels = {
-    GP_KERNEL_REF(gp__attention_bwd_pre), GP_KERNEL_REF(gp__attention_bwd_main),
-    GP_KERNEL_REF(gp__attention_bwd_dq), GP_KERNEL_REF(gp__attention_bwd_dkv)};
+    GP_KERNEL_REF(gp__attention_bwd_portable_pre), GP_KERNEL_REF(gp__attention_bwd_portable_main),
+    GP_KERNEL_REF(gp__attention_bwd_portable_dq), GP_KERNEL_REF(gp__attention_bwd_portable_dkv)};
 
 /* a * b * c blocks in one grid dimension; false on overflow or beyond INT32_MAX. */
 static bool grid_of(int64_t a, int64_t b, int64_t c, int64_t *blocks) {
@@ -54,7 +54,7 @@ bool gp__attn_fwd_portable_plan(const gp__attn_params_t *p, gp_kernel_t kernel, 
 }
 
 static bool fwd_supports(const gp__attn_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
-  return gp__attn_fwd_portable_plan(p, GP_KERNEL_REF(gp__attention_fwd_tiled), plan, why, why_len);
+  return gp__attn_fwd_portable_plan(p, GP_KERNEL_REF(gp__attention_fwd_portable), plan, why, why_len);
 }
 
 static gp_status_t fwd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp__attn_plan_t *plan) {

@@ -54,7 +54,7 @@
 #define GEMM_UNROLL _Pragma("unroll")
 #endif
 
-GP_KERNEL void gp__gemm_tiled(gp__gemm_params_t p) {
+GP_KERNEL void gp__gemm_portable(gp__gemm_params_t p) {
   GP_SHARED(float, As, [BK][BM + 1]);
   GP_SHARED(float, Bs, [BK][BN + 1]);
   const int tx = (int)threadIdx.x, ty = (int)threadIdx.y, tid = ty * TX + tx;
@@ -113,4 +113,4 @@ GP_KERNEL void gp__gemm_tiled(gp__gemm_params_t p) {
     }
   }
 }
-GP_KERNEL_EXPORT(gp__gemm_tiled)
+GP_KERNEL_EXPORT(gp__gemm_portable)

@@ -9,7 +9,7 @@
 
 #include "dispatch.h"
 
-GP_KERNEL_DECLARE(gp__gemm_tiled);
+GP_KERNEL_DECLARE(gp__gemm_portable);
 
 /* Grid extents stay within every target's limits (CUDA: y and z at most 65535); the
  * kernel loops over the tiles and batch entries beyond the grid. */
@@ -24,7 +24,7 @@ static bool supports(const gp__gemm_params_t *p, gp__gemm_plan_t *plan, char *wh
   (void)why, (void)why_len; /* takes every problem */
   const int64_t tiles_m = (p->m + GP__GEMM_TILE_M - 1) / GP__GEMM_TILE_M;
   const int64_t tiles_n = (p->n + GP__GEMM_TILE_N - 1) / GP__GEMM_TILE_N;
-  plan->kernel = GP_KERNEL_REF(gp__gemm_tiled);
+  plan->kernel = GP_KERNEL_REF(gp__gemm_portable);
   plan->kernel_name = plan->kernel->name;
   plan->grid = gp_dim3(grid_extent(tiles_m, GRID_X_MAX), grid_extent(tiles_n, GRID_YZ_MAX),
                        grid_extent(p->batch, GRID_YZ_MAX));

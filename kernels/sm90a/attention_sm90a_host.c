@@ -25,15 +25,15 @@
 #include "dispatch.h"
 #include "kernels/sm90a/sm90a.h"
 
-GP_KERNEL_DECLARE(gp__attention_fwd_sm90_f16_d64);
-GP_KERNEL_DECLARE(gp__attention_fwd_sm90_f16_d128);
-GP_KERNEL_DECLARE(gp__attention_fwd_sm90_bf16_d64);
-GP_KERNEL_DECLARE(gp__attention_fwd_sm90_bf16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm90a_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm90a_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm90a_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_sm90a_bf16_d128);
 
 /* [bf16][head_dim 64, 128] */
 static const struct gp_kernel_s *const k_fwd[2][2] = {
-    {GP_KERNEL_REF(gp__attention_fwd_sm90_f16_d64), GP_KERNEL_REF(gp__attention_fwd_sm90_f16_d128)},
-    {GP_KERNEL_REF(gp__attention_fwd_sm90_bf16_d64), GP_KERNEL_REF(gp__attention_fwd_sm90_bf16_d128)}};
+    {GP_KERNEL_REF(gp__attention_fwd_sm90a_f16_d64), GP_KERNEL_REF(gp__attention_fwd_sm90a_f16_d128)},
+    {GP_KERNEL_REF(gp__attention_fwd_sm90a_bf16_d64), GP_KERNEL_REF(gp__attention_fwd_sm90a_bf16_d128)}};
 
 /* Devices (bit d) on which each kernel's shared-memory limit has been raised, by slot
  * [bf16][head_dim 128]. */

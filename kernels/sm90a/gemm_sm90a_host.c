@@ -18,21 +18,21 @@
 #include "dispatch.h"
 #include "kernels/sm90a/sm90a.h"
 
-GP_KERNEL_DECLARE(gp__gemm_sm90_f16_nn);
-GP_KERNEL_DECLARE(gp__gemm_sm90_f16_nt);
-GP_KERNEL_DECLARE(gp__gemm_sm90_f16_tn);
-GP_KERNEL_DECLARE(gp__gemm_sm90_f16_tt);
-GP_KERNEL_DECLARE(gp__gemm_sm90_bf16_nn);
-GP_KERNEL_DECLARE(gp__gemm_sm90_bf16_nt);
-GP_KERNEL_DECLARE(gp__gemm_sm90_bf16_tn);
-GP_KERNEL_DECLARE(gp__gemm_sm90_bf16_tt);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_f16_nn);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_f16_nt);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_f16_tn);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_f16_tt);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_bf16_nn);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_bf16_nt);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_bf16_tn);
+GP_KERNEL_DECLARE(gp__gemm_sm90a_bf16_tt);
 
 /* [bf16][trans_a][trans_b] */
 static const struct gp_kernel_s *const k_ws[2][2][2] = {
-    {{GP_KERNEL_REF(gp__gemm_sm90_f16_nn), GP_KERNEL_REF(gp__gemm_sm90_f16_nt)},
-     {GP_KERNEL_REF(gp__gemm_sm90_f16_tn), GP_KERNEL_REF(gp__gemm_sm90_f16_tt)}},
-    {{GP_KERNEL_REF(gp__gemm_sm90_bf16_nn), GP_KERNEL_REF(gp__gemm_sm90_bf16_nt)},
-     {GP_KERNEL_REF(gp__gemm_sm90_bf16_tn), GP_KERNEL_REF(gp__gemm_sm90_bf16_tt)}}};
+    {{GP_KERNEL_REF(gp__gemm_sm90a_f16_nn), GP_KERNEL_REF(gp__gemm_sm90a_f16_nt)},
+     {GP_KERNEL_REF(gp__gemm_sm90a_f16_tn), GP_KERNEL_REF(gp__gemm_sm90a_f16_tt)}},
+    {{GP_KERNEL_REF(gp__gemm_sm90a_bf16_nn), GP_KERNEL_REF(gp__gemm_sm90a_bf16_nt)},
+     {GP_KERNEL_REF(gp__gemm_sm90a_bf16_tn), GP_KERNEL_REF(gp__gemm_sm90a_bf16_tt)}}};
 
 /* Devices (bit d) on which each kernel's shared-memory limit has been raised. */
 static atomic_ullong g_raised[2][2][2];

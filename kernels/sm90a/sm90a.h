@@ -4,12 +4,12 @@
  * host's TMA tensor-map encoder (kernels/sm90a/tma.c). Plain C: included by C and by the dialect
  * compilers.
  *
- * GEMM (kernels/sm90a/gemm_sm90a.cu, gp__gemm_sm90_{f16,bf16}_{nn,nt,tn,tt}): block tile 128 x 128
+ * GEMM (kernels/sm90a/gemm_sm90a.cu, gp__gemm_sm90a_{f16,bf16}_{nn,nt,tn,tt}): block tile 128 x 128
  *   x 64; 384 threads: warpgroup 0 is the producer (one warp issues the TMA loads), warp
  *   groups 1 and 2 consume, each owning 64 rows of the tile through m64n128k16 wgmmas
  *   (64 f32 accumulators per thread); a 4-stage ring of A and B tiles with 128-byte
  *   swizzle (32 KiB per stage) guarded by full and empty mbarriers; a persistent grid.
- * Attention forward (kernels/sm90a/attention_fwd_sm90a.cu, gp__attention_fwd_sm90_{f16,bf16}_d{64,128}):
+ * Attention forward (kernels/sm90a/attention_fwd_sm90a.cu, gp__attention_fwd_sm90a_{f16,bf16}_d{64,128}):
  *   128 query rows per block; 384 threads: a producer warp loads K and V tiles of 128
  *   keys (64 at head_dim 128) with TMA into a 2-stage ring, two consumer warpgroups of 64 query rows each run
  *   S = Q K^T (m64nBNk16) and O += P V (m64nDk16) on wgmma, P passing through shared
