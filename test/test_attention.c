@@ -29,6 +29,7 @@
 
 #include "attention_impl.h"
 #include "dispatch.h"
+#include "dispatch_hook.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -130,7 +131,50 @@ static int64_t at(const strides_t *t, int64_t b, int64_t s, int64_t h, int64_t c
   return b * t->bs + s * t->ss + h * t->hs + c;
 }
 
-static void run_case(const acase_t *c, int mode) {
+/* Every row of a tensor at x (strides in 2-byte elements) starts 16-byte aligned. */
+static int rows16(const void *x, const strides_t *t, int varlen) {
+  return ((uintptr_t)x & 15u) == 0 && t->ss % 8 == 0 && t->hs % 8 == 0 && (varlen || t->bs % 8 == 0);
+}
+
+/* K or V (strides t) is one TMA map of the sm_90a kernel: 16-byte rows and a batch stride
+ * of seqlen_k rows (or varlen) or of heads_kv heads; *kind says which. */
+static int tma_kv(const void *x, const strides_t *t, const acase_t *c, int varlen, int *kind) {
+  if (((uintptr_t)x & 15u) || t->ss % 8 || t->hs % 8 || t->ss <= 0) return 0;
+  *kind = varlen || t->bs == c->sk * t->ss ? 0 : t->bs == c->hkv * t->hs && t->hs > 0 ? 1 : -1;
+  return *kind >= 0;
+}
+
+/* The kernel the cpu backend must choose for the case in mode, from the rules each
+ * family documents (src/attention_table.c, kernels/<family>/attention_<family>_host.c). */
+static const char *expected_kernel(const acase_t *c, int mode, const gp_attention_desc_t *d, const strides_t *tq,
+                                   const strides_t *tk, const strides_t *tv, char *buf, size_t len) {
+  const int64_t dv = c->dv ? c->dv : c->d;
+  const int varlen = c->lens_q != NULL, half = c->dtype != GP_F32 && dv == c->d;
+  const char *tn = c->dtype == GP_BF16 ? "bf16" : "f16";
+  if (mode == M_DEFAULT) return "cpu-attention-fwd";
+  if (mode == M_SM90A) {
+    int kk = -1, kv = -1;
+    if (half && (c->d == 64 || c->d == 128) && rows16(d->q, tq, varlen) && tma_kv(d->k, tk, c, varlen, &kk) &&
+        tma_kv(d->v, tv, c, varlen, &kv) && kk == kv) {
+      snprintf(buf, len, "gp__attention_fwd_sm90a_%s_d%lld", tn, (long long)c->d);
+      return buf;
+    }
+    mode = M_SM80; /* what sm_90a declines, sm_80 takes where it can */
+  }
+  if (mode == M_SM80 && half && (c->d == 32 || c->d == 64 || c->d == 96 || c->d == 128 || c->d == 256) &&
+      rows16(d->q, tq, varlen) && rows16(d->k, tk, varlen) && rows16(d->v, tv, varlen)) {
+    snprintf(buf, len, "gp__attention_fwd_sm80_%s_d%lld", tn, (long long)c->d);
+    return buf;
+  }
+  if (mode == M_MFMA && half && (c->d == 32 || c->d == 64 || c->d == 128)) {
+    snprintf(buf, len, "gp__attention_fwd_mfma_%s_d%lld", tn, (long long)c->d);
+    return buf;
+  }
+  return "gp__attention_fwd_portable";
+}
+
+/* Runs case c in mode; id picks its inputs' seed. */
+static void run_one(const acase_t *c, int mode, uint64_t id) {
   const char *mname = mode_names[mode];
   if (!have_device()) {
     printf("  no device: skipped\n");
@@ -140,7 +184,7 @@ static void run_case(const acase_t *c, int mode) {
   const int64_t dv = c->dv ? c->dv : c->d;
   const int varlen = c->lens_q != NULL;
   gp_ref_rng_t rng;
-  gp_ref_rng_seed(&rng, g_seed ^ (uint64_t)(c - cases) * 0x9e3779b97f4a7c15ull);
+  gp_ref_rng_seed(&rng, g_seed ^ id * 0x9e3779b97f4a7c15ull);
 
   /* varlen prefix sums */
   int32_t cu_q[8] = {0}, cu_k[8] = {0};
@@ -250,6 +294,7 @@ static void run_case(const acase_t *c, int mode) {
 
   gp__cpu_mode_set(GP__OP_ATTN_FWD, mode_cpu[mode]);
   gp_status_t st;
+  gp__last_kernel_reset();
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64)
     st = gp__attention_fwd_kernel(s, &desc, GP_KERNEL_REF(gp__attention_fwd_portable_w64));
@@ -258,6 +303,13 @@ static void run_case(const acase_t *c, int mode) {
     st = gp_attention_fwd(s, &desc);
   ck_assert_msg(st == GP_SUCCESS, "%s: gp_attention_fwd: %s: %s", c->name, gp_status_name(st),
                 gp_last_error_message());
+  if (gp_backend() == GP_BACKEND_CPU) { /* the kernel that ran is the one the rules name */
+    char want_buf[64];
+    const char *want = expected_kernel(c, mode, &desc, &tq, &tk, &tv, want_buf, sizeof want_buf);
+    const char *got = gp__last_kernel(GP__OP_ATTN_FWD);
+    ck_assert_msg(got && strcmp(got, want) == 0, "%s (%s): kernel %s, expected %s", c->name, mname,
+                  got ? got : "(none)", want);
+  }
   if (c->own_stream) {
     ck_assert_int_eq(gp_memcpy_async(ho, dout, no * es, s), GP_SUCCESS);
     if (dlse) ck_assert_int_eq(gp_memcpy_async(hlse, dlse, nlse * sizeof(float), s), GP_SUCCESS);
@@ -332,6 +384,8 @@ static void run_case(const acase_t *c, int mode) {
   if (dcu_q) gp_free(dcu_q), gp_free(dcu_k);
   if (s) gp_stream_destroy(s);
 }
+
+static void run_case(const acase_t *c, int mode) { run_one(c, mode, (uint64_t)(c - cases)); }
 
 START_TEST(test_host) { run_case(&cases[_i], M_DEFAULT); }
 END_TEST
@@ -492,6 +546,66 @@ START_TEST(test_sm80_choice) {
 }
 END_TEST
 #endif
+
+/* ---- every kernel of every family -------------------------------------------------------- */
+
+/* One small case per kernel each family of the cpu backend's forward table has, the mode
+ * choosing the family: sm_90a (f16, bf16 x head_dim 64, 128), sm_80 (x 32, 64, 96, 128,
+ * 256), MFMA (x 32, 64, 128), the portable kernel and the host implementation. run_one
+ * checks each against the reference and the kernel the walk chose against the one the
+ * rules name. `make check-dispatch` runs this test case with each table entry switched
+ * off in turn. */
+START_TEST(test_every_kernel) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  static const struct { int mode; int dims[5]; } fams[] = {
+      {M_SM90A, {64, 128}}, {M_SM80, {32, 64, 96, 128, 256}}, {M_MFMA, {32, 64, 128}}};
+  uint64_t id = 1000;
+  for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
+    for (int t = 0; t < 2; t++)
+      for (int i = 0; i < 5 && fams[f].dims[i]; i++) {
+        acase_t c = {"every kernel", t ? GP_BF16 : GP_F16, 1, 20, 33, 2, 1, fams[f].dims[i], 0, (t + i) & 1,
+                     NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0};
+        run_one(&c, fams[f].mode, id++);
+      }
+  const acase_t c = {"every kernel", GP_F32, 1, 20, 33, 2, 1, 40, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0};
+  run_one(&c, M_PORTABLE, id++);
+  run_one(&c, M_DEFAULT, id++);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+}
+END_TEST
+
+/* A declining family leaves the last failure's message alone, and so do successful calls
+ * (the API's promise): a failed call, then successful sm90a-mode calls that the sm_90a
+ * kernel takes and declines at the TMA map of k (k's rows not 16-byte aligned). */
+START_TEST(test_message_survives) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  void *buf = NULL;
+  ck_assert_int_eq(gp_malloc(&buf, 1 << 16), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(buf, 0, 1 << 16), GP_SUCCESS);
+  gp_attention_desc_t d;
+  gp_attention_desc_init(&d);
+  d.dtype = GP_F16, d.batch = 1, d.seqlen_q = d.seqlen_k = 16, d.heads_q = d.heads_kv = 1, d.head_dim = 64;
+  d.q = d.k = d.v = buf;
+  d.o = (char *)buf + 32768;
+  d.head_dim = 0;
+  ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_ERROR_INVALID_VALUE);
+  d.head_dim = 64;
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", gp_last_error_message());
+  ck_assert(strstr(msg, "head_dim") != NULL);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_SM90A);
+  for (int v = 0; v < 2; v++) {
+    gp__last_kernel_reset();
+    d.k_seq_stride = v ? 68 : 0; /* 136-byte rows: no TMA map, no 16-byte copies */
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    ck_assert_pstr_eq(gp__last_kernel(GP__OP_ATTN_FWD), v ? "gp__attention_fwd_portable" : "gp__attention_fwd_sm90a_f16_d64");
+    ck_assert_str_eq(gp_last_error_message(), msg);
+  }
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  gp_free(buf);
+}
+END_TEST
 
 /* ---- argument checks -------------------------------------------------------------------- */
 
@@ -671,6 +785,11 @@ static Suite *attention_suite(void) {
 #if defined(GP_BUILD_CPU)
   tcase_add_test(tc, test_mfma_choice);
 #endif
+  suite_add_tcase(s, tc);
+  tc = tcase_create("dispatch"); /* run by make check-dispatch */
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_every_kernel);
+  tcase_add_test(tc, test_message_survives);
   suite_add_tcase(s, tc);
   return s;
 }

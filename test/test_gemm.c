@@ -29,6 +29,7 @@
 #include <gpuport.h>
 
 #include "dispatch.h"
+#include "dispatch_hook.h"
 #include "gemm.h"
 #include "ref.h"
 #include "ref_gemm.h"
@@ -101,13 +102,64 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
   return d;
 }
 
+static int g_mode = MODE_DEFAULT;      /* the mode set_mode() last set */
+static int64_t g_blas_limit = INT32_MAX; /* the direct cblas_sgemm's extent limit, as set */
+
 static void set_mode(int mode) {
+  g_mode = mode;
   gp__cpu_mode_set(GP__OP_GEMM, mode == MODE_SM90A      ? GP__CPU_SM90A
                                  : mode == MODE_MFMA     ? GP__CPU_MFMA
                                  : mode == MODE_SM80     ? GP__CPU_SM80
                                  : mode == MODE_PORTABLE ? GP__CPU_PORTABLE
                                  : mode == MODE_PACKED   ? GP__CPU_PACKED
                                                          : GP__CPU_HOST);
+}
+
+/* An operand of the canonical problem TMA can read (16-byte rows and batch strides). */
+static bool tma_rows(const void *x, int64_t ld, int64_t stride, int64_t batch) {
+  return ((uintptr_t)x & 15u) == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
+}
+
+/* The kernel the cpu backend must choose for the case in the current mode, from the
+ * rules each family documents (src/gemm_table.c and the families' *_host.c), written
+ * into buf; NULL when the call has nothing to run. a, b, lda, ldb, sa, sb as passed. */
+static const char *expected_kernel(const gemm_case_t *cs, const void *a, const void *b, int64_t lda,
+                                   int64_t ldb, int64_t sa, int64_t sb, char *buf, size_t len) {
+  const int64_t batch = cs->batch > 0 ? cs->batch : 1;
+  const bool reads = cs->k > 0 && cs->alpha != 0.0f, bias = cs->epi != GP_EPILOGUE_NONE;
+  if (cs->m == 0 || cs->n == 0) return NULL;
+  if (!reads && cs->beta == 1.0f && !bias) return NULL;
+  /* canonical column-major: a row-major call swaps A and B (and their ops) */
+  const bool row = cs->layout == GP_ROW_MAJOR;
+  const char ca = (row ? cs->tb : cs->ta) == GP_OP_T ? 't' : 'n', cb = (row ? cs->ta : cs->tb) == GP_OP_T ? 't' : 'n';
+  const void *pa = row ? b : a, *pb = row ? a : b;
+  const int64_t la = row ? ldb : lda, lb = row ? lda : ldb, xa = row ? sb : sa, xb = row ? sa : sb;
+  const char *tname = dt(cs->ab);
+  int mode = g_mode;
+  if (mode == MODE_SM90A) {
+    if (cs->ab != GP_F32 && reads && tma_rows(pa, la, xa, batch) && tma_rows(pb, lb, xb, batch)) {
+      snprintf(buf, len, "gp__gemm_sm90a_%s_%c%c", tname, ca, cb);
+      return buf;
+    }
+    mode = MODE_SM80; /* what sm_90a declines, sm_80 takes */
+  }
+  if (mode == MODE_SM80 && cs->ab == GP_F32) return cs->tf32 ? "gp__gemm_sm80_tf32" : "gp__gemm_sm80_f32";
+  if (mode == MODE_SM80) {
+    snprintf(buf, len, "gp__gemm_sm80_%s_%c%c", tname, ca, cb);
+    return buf;
+  }
+  if (mode == MODE_MFMA) {
+    snprintf(buf, len, "gp__gemm_mfma_%s", tname);
+    return buf;
+  }
+  if (mode == MODE_PORTABLE) return "gp__gemm_portable";
+  if (!reads) return "cpu-scale-c";
+  const int64_t m = row ? cs->n : cs->m, n = row ? cs->m : cs->n, lim = g_blas_limit;
+  const int64_t ldc = (row ? cs->n : cs->m) + cs->pad_c;
+  if (mode == MODE_DEFAULT && cs->ab == GP_F32 && cs->c == GP_F32 && m <= lim && n <= lim && cs->k <= lim &&
+      la <= lim && lb <= lim && ldc <= lim)
+    return "openblas-sgemm";
+  return "openblas-sgemm-packed(256x256x256 f32 tiles)";
 }
 
 static void run_case(const gemm_case_t *cs) {
@@ -162,6 +214,7 @@ static void run_case(const gemm_case_t *cs) {
   if (cs->use_stream) ck_assert_int_eq(gp_stream_create(&stream), GP_SUCCESS);
 
   gp_status_t st;
+  gp__last_kernel_reset();
   if (cs->api == API_GEMM) {
     ck_assert(batch == 1 && !has_bias);
     st = gp_gemm(stream, cs->layout, cs->ta, cs->tb, cs->m, cs->n, cs->k, cs->alpha, da, cs->ab,
@@ -185,6 +238,13 @@ static void run_case(const gemm_case_t *cs) {
     st = gp_gemm_ex(stream, &d);
   }
   ck_assert_msg(st == GP_SUCCESS, "%s: %s (%s)", what, gp_status_name(st), gp_last_error_message());
+  if (gp_backend() == GP_BACKEND_CPU) { /* the kernel that ran is the one the rules name */
+    char want_buf[64];
+    const char *want = expected_kernel(cs, da, db, lda, ldb, sa, sb, want_buf, sizeof want_buf);
+    const char *got = gp__last_kernel(GP__OP_GEMM);
+    ck_assert_msg(want ? got && strcmp(got, want) == 0 : got == NULL, "kernel %s, expected %s: %s",
+                  got ? got : "(none)", want ? want : "(none)", what);
+  }
   ck_assert_int_eq(gp_stream_synchronize(stream), GP_SUCCESS);
   if (nc) ck_assert_int_eq(gp_memcpy(hgot, dc, nc * ec), GP_SUCCESS);
 
@@ -760,6 +820,94 @@ START_TEST(test_mfma_log_line) {
 END_TEST
 #endif
 
+/* ---- every kernel of every family ------------------------------------------------------- */
+
+/* One small case per kernel each family of the cpu backend's GEMM table has, the mode
+ * choosing the family: the sm_90a and sm_80 mma kernels for each input type and
+ * canonical transpose pair (column-major calls: the canonical problem is the call), the
+ * sm_80 f32 and tf32 kernels, the MFMA kernel of each input type, the portable kernel, and
+ * the host's direct, packed and scale-only paths. run_case checks each against the
+ * reference and the kernel the walk chose against the one the rules name. `make
+ * check-dispatch` runs this test case with each table entry switched off in turn. */
+START_TEST(test_every_kernel) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  unsigned id = 1000;
+  const gp_dtype_t half[2] = {GP_F16, GP_BF16};
+  const int mma_modes[2] = {MODE_SM90A, MODE_SM80};
+  for (int mi = 0; mi < 2; mi++)
+    for (int h = 0; h < 2; h++)
+      for (int v = 0; v < 4; v++) {
+        set_mode(mma_modes[mi]);
+        gemm_case_t cs = base_case();
+        cs.api = API_EX;
+        cs.layout = GP_COL_MAJOR;
+        cs.ab = half[h]; cs.c = v & 1 ? GP_F32 : half[h];
+        cs.ta = v & 1 ? GP_OP_T : GP_OP_N; cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+        cs.m = 20; cs.n = 24; cs.k = 40;
+        cs.align8 = true;
+        cs.id = id++;
+        run_case(&cs);
+      }
+  for (int tf32 = 0; tf32 < 2; tf32++) { /* sm_80: f32 on FFMA, and on tf32 mma.sync */
+    set_mode(MODE_SM80);
+    gemm_case_t cs = base_case();
+    cs.api = API_EX; cs.tf32 = tf32 != 0; cs.align8 = true; cs.id = id++;
+    run_case(&cs);
+  }
+  for (size_t t = 0; t < 3; t++) { /* MFMA: each input type */
+    set_mode(MODE_MFMA);
+    gemm_case_t cs = base_case();
+    cs.ab = cs.c = t == 0 ? GP_F32 : half[t - 1];
+    cs.id = id++;
+    run_case(&cs);
+  }
+  const int host_modes[4] = {MODE_PORTABLE, MODE_DEFAULT, MODE_DEFAULT, MODE_PACKED};
+  for (int v = 0; v < 4; v++) { /* portable; host direct (f32), scale-only (k = 0), packed */
+    set_mode(host_modes[v]);
+    gemm_case_t cs = base_case();
+    cs.ab = cs.c = v == 0 ? GP_BF16 : GP_F32;
+    if (v == 2) { cs.k = 0; cs.null_ab = true; }
+    cs.id = id++;
+    run_case(&cs);
+  }
+  set_mode(MODE_DEFAULT);
+}
+END_TEST
+
+/* A declining family leaves the last failure's message alone, and so do successful calls
+ * (the API's promise): a failed call, then successful sm90a-mode calls that the sm_90a
+ * kernels take and decline (their TMA maps encoded or refused on the way). */
+START_TEST(test_message_survives) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  void *a = NULL, *c = NULL;
+  ck_assert_int_eq(gp_malloc(&a, 64 * 64 * 2), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc(&c, 64 * 64 * 4), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(a, 0, 64 * 64 * 2), GP_SUCCESS);
+  ck_assert_int_eq(gp_gemm(NULL, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, -1, 4, 4, 1, a, GP_F16, 4, a, GP_F16, 4, 0, c,
+                           GP_F32, 4),
+                   GP_ERROR_INVALID_VALUE);
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", gp_last_error_message());
+  ck_assert(strstr(msg, "'m'") != NULL);
+  set_mode(MODE_SM90A);
+  for (int v = 0; v < 3; v++) { /* taken by sm_90a; lda not a multiple of 8; f32 */
+    gp__last_kernel_reset();
+    const int64_t ld = v == 1 ? 60 : 64;
+    const gp_dtype_t t = v == 2 ? GP_F32 : GP_F16;
+    ck_assert_int_eq(gp_gemm(NULL, GP_COL_MAJOR, GP_OP_N, GP_OP_N, 32, 32, 32, 1, a, t, ld, a, t, ld, 0, c, GP_F32, 32),
+                     GP_SUCCESS);
+    ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    ck_assert_pstr_eq(gp__last_kernel(GP__OP_GEMM), v == 0 ? "gp__gemm_sm90a_f16_nn"
+                                                   : v == 1 ? "gp__gemm_sm80_f16_nn"
+                                                            : "gp__gemm_sm80_f32");
+    ck_assert_str_eq(gp_last_error_message(), msg);
+  }
+  set_mode(MODE_DEFAULT);
+  gp_free(a);
+  gp_free(c);
+}
+END_TEST
+
 /* ---- cpu-only paths ------------------------------------------------------------------- */
 
 /* Larger shapes: the direct cblas_sgemm (f32) and, for the packed path, several
@@ -776,18 +924,20 @@ START_TEST(test_larger) {
     cs.pad_a = 4;
     cs.beta = v == 1 ? 0.0f : 0.5f;
     cs.id = id++;
-    gp__cpu_mode_set(GP__OP_GEMM, v == 0 ? GP__CPU_HOST : GP__CPU_PACKED);
+    set_mode(v == 0 ? MODE_DEFAULT : MODE_PACKED);
     run_case(&cs);
   }
 #ifdef GP_BUILD_CPU
   /* Extents beyond the BLAS integer limit are split, not truncated: lower the limit so
    * small sizes take that path. */
-  gp__cpu_mode_set(GP__OP_GEMM, GP__CPU_HOST);
+  set_mode(MODE_DEFAULT);
   gp__gemm_cpu_set_blas_limit(40);
+  g_blas_limit = 40;
   gemm_case_t cs = base_case();
   cs.m = 70; cs.n = 50; cs.k = 300; cs.pad_a = 2; cs.id = id++;
   run_case(&cs);
   gp__gemm_cpu_set_blas_limit(0);
+  g_blas_limit = INT32_MAX;
 #endif
 }
 END_TEST
@@ -1018,6 +1168,11 @@ static Suite *gemm_suite(void) {
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
   suite_add_tcase(s, te);
+  TCase *td = tcase_create("dispatch"); /* run by make check-dispatch */
+  tcase_set_timeout(td, 120);
+  tcase_add_test(td, test_every_kernel);
+  tcase_add_test(td, test_message_survives);
+  suite_add_tcase(s, td);
 #ifdef GP_BUILD_CPU
   /* Fork mode only: each test is a fresh process that reads GP_CPU_WARP_SIZE. */
   if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
