@@ -53,6 +53,21 @@ static const char *dtype_str(gp_dtype_t t) {
   return t == GP_F32 ? "f32" : t == GP_F16 ? "f16" : t == GP_BF16 ? "bf16" : "?";
 }
 
+/* Every tensor of the call aligned to its elements (src/api.h, gp__api_check_aligned);
+ * the 16-byte rows some families need beyond that their supports() asks for, declining
+ * otherwise. */
+static gp_status_t check_aligned(const char *func, const gp_attention_desc_t *d) {
+  const size_t es = gp_dtype_size(d->dtype);
+  const char *tn = gp_dtype_name(d->dtype);
+  GP__TRY(gp__api_check_aligned(func, "desc->q", d->q, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->k", d->k, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->v", d->v, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->o", d->o, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->lse", d->lse, sizeof(float), "f32"));
+  GP__TRY(gp__api_check_aligned(func, "desc->cu_seqlens_q", d->cu_seqlens_q, sizeof(int32_t), "int32"));
+  return gp__api_check_aligned(func, "desc->cu_seqlens_k", d->cu_seqlens_k, sizeof(int32_t), "int32");
+}
+
 /* Checks desc (copied into *d, defaults filled) and builds the implementation's
  * parameters. Every failure names the field. With tensors false (a workspace query) the
  * tensor pointers are not looked at. */
@@ -111,6 +126,7 @@ static gp_status_t check_desc(const char *func, const gp_attention_desc_t *desc,
                    d->cu_seqlens_q ? "q" : "k", d->cu_seqlens_q ? "k" : "q");
   if (!isfinite(d->softmax_scale))
     return ATTN_ERR(GP_ERROR_INVALID_VALUE, "desc->softmax_scale is not finite");
+  if (tensors) GP__TRY(check_aligned(func, d));
 
   const int64_t *strides[] = {&d->q_batch_stride, &d->q_seq_stride, &d->q_head_stride,
                               &d->k_batch_stride, &d->k_seq_stride, &d->k_head_stride,
@@ -337,6 +353,12 @@ static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, 
   if (dq == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'dq' is NULL");
   if (dk == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'dk' is NULL");
   if (dv == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'dv' is NULL");
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  const char *tn = gp_dtype_name((gp_dtype_t)p->dtype);
+  GP__TRY(gp__api_check_aligned(func, "argument 'd_o'", d_o, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "argument 'dq'", dq, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "argument 'dk'", dk, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "argument 'dv'", dv, es, tn));
   if (workspace == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'workspace' is NULL");
   if (workspace_bytes < w->bytes)
     return ATTN_ERR(GP_ERROR_INVALID_VALUE,

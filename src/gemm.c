@@ -162,7 +162,20 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     return gp__error(GP_ERROR_INVALID_VALUE, func, "argument 'bias' is NULL with epilogue %s",
                      epilogue_name(d->epilogue));
 
-  /* Address arithmetic of every operand touched must fit. */
+  /* Each operand aligned to its elements (src/api.h, gp__api_check_aligned): what a
+   * kernel family needs beyond that (16-byte rows for cp.async or TMA) its supports()
+   * asks for, declining otherwise. */
+  if (!empty) {
+    const char *ab = gp_dtype_name(d->a_type);
+    const size_t abytes = gp_dtype_size(d->a_type);
+    if (d->k > 0) GP__TRY(gp__api_check_aligned(func, "argument 'a'", d->a, abytes, ab));
+    if (d->k > 0) GP__TRY(gp__api_check_aligned(func, "argument 'b'", d->b, abytes, ab));
+    GP__TRY(gp__api_check_aligned(func, "argument 'c'", d->c, gp_dtype_size(d->c_type), gp_dtype_name(d->c_type)));
+    if (has_bias)
+      GP__TRY(gp__api_check_aligned(func, "argument 'bias'", d->bias, gp_dtype_size(d->bias_type),
+                                    gp_dtype_name(d->bias_type)));
+  }
+
   /* Address arithmetic of every operand touched must fit, and the operands must lie
    * inside their allocations where gpuport knows them. */
   if (!empty) {

@@ -65,6 +65,7 @@ typedef struct acase {
   const int32_t *lens_q;    /* varlen: per-sequence lengths (batch of them), else NULL */
   const int32_t *lens_k;
   int own_stream;           /* a created stream with asynchronous copies */
+  int shift;                /* q, k, v one element past a 16-byte boundary (not L_QKV) */
 } acase_t;
 
 static const int32_t vq1[] = {17, 64, 1}, vk1[] = {40, 5, 33};
@@ -74,34 +75,37 @@ static const int32_t vq3[] = {9, 1, 30, 16}, vk3[] = {12, 31, 2, 16};
 #define NOWIN -1, -1
 static const acase_t cases[] = {
     /* name                        dtype    b  sq   sk  hq hkv  d    dv c  window   layout    lse scale port */
-    {"f32 d64 113x203",            GP_F32,  2, 113, 203, 4, 4, 64,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d64 113x203 gqa causal", GP_F16,  2, 113, 203, 4, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 1},
-    {"bf16 d128 128x217 mqa causal", GP_BF16, 1, 128, 217, 4, 1, 128, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d32 64x33 causal sq>sk", GP_F16,  2, 64,  33,  2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d96 1x1",                GP_F32,  3, 1,   1,   2, 2, 96,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d256 64x97 window",      GP_F16,  1, 64,  97,  2, 1, 256, 0, 0, 16, 8,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d40 113x203 causal+win", GP_BF16, 2, 113, 203, 2, 2, 40, 0, 1, 32, -1,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d72 128x217 right win",  GP_F32,  1, 128, 217, 3, 1, 72,  0, 0, -1, 4,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d96/48 128x217",         GP_F16,  1, 128, 217, 2, 2, 96,  48, 0, NOWIN,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d256 1x1 diag",         GP_BF16, 2, 1,   1,   2, 1, 256, 0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d256 64x33 scale",       GP_F32,  1, 64,  33,  2, 2, 256, 0, 0, NOWIN,   L_DEFAULT, 1, 0.3f, 1, NULL, NULL, 0},
-    {"f16 d64 113x203 diag band",  GP_F16,  1, 113, 203, 2, 2, 64,  0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d32 64x33 band sq>sk",   GP_F32,  1, 64,  33,  2, 2, 32,  0, 0, 3, 2,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d64 33x96 causal sq<sk", GP_BF16, 2, 33, 96,  2, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d64 varlen causal",      GP_F16,  3, 64,  40,  2, 1, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, vq1, vk1, 0},
-    {"bf16 d128 varlen gqa window", GP_BF16, 2, 50, 100, 4, 2, 128, 0, 0, 8, 8,    L_DEFAULT, 1, 0, 1, vq2, vk2, 1},
-    {"f32 d72 varlen",             GP_F32,  4, 30,  31,  2, 2, 72,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, vq3, vk3, 0},
-    {"f16 d64 qkv-packed causal",  GP_F16,  2, 96,  96,  4, 2, 64,  0, 1, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 0},
-    {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1},
-    {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0},
-    {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0},
-    {"bf16 d96 100x150 gqa causal", GP_BF16, 2, 100, 150, 4, 2, 96, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d96 70x70 window",       GP_F16,  1, 70,  70,  2, 2, 96,  0, 0, 20, 5,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0},
-    {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0},
+    {"f32 d64 113x203",            GP_F32,  2, 113, 203, 4, 4, 64,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d64 113x203 gqa causal", GP_F16,  2, 113, 203, 4, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 1, 0},
+    {"bf16 d128 128x217 mqa causal", GP_BF16, 1, 128, 217, 4, 1, 128, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d32 64x33 causal sq>sk", GP_F16,  2, 64,  33,  2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d96 1x1",                GP_F32,  3, 1,   1,   2, 2, 96,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d256 64x97 window",      GP_F16,  1, 64,  97,  2, 1, 256, 0, 0, 16, 8,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d40 113x203 causal+win", GP_BF16, 2, 113, 203, 2, 2, 40, 0, 1, 32, -1,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d72 128x217 right win",  GP_F32,  1, 128, 217, 3, 1, 72,  0, 0, -1, 4,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d96/48 128x217",         GP_F16,  1, 128, 217, 2, 2, 96,  48, 0, NOWIN,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d256 1x1 diag",         GP_BF16, 2, 1,   1,   2, 1, 256, 0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d256 64x33 scale",       GP_F32,  1, 64,  33,  2, 2, 256, 0, 0, NOWIN,   L_DEFAULT, 1, 0.3f, 1, NULL, NULL, 0, 0},
+    {"f16 d64 113x203 diag band",  GP_F16,  1, 113, 203, 2, 2, 64,  0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d32 64x33 band sq>sk",   GP_F32,  1, 64,  33,  2, 2, 32,  0, 0, 3, 2,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d64 33x96 causal sq<sk", GP_BF16, 2, 33, 96,  2, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d64 varlen causal",      GP_F16,  3, 64,  40,  2, 1, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, vq1, vk1, 0, 0},
+    {"bf16 d128 varlen gqa window", GP_BF16, 2, 50, 100, 4, 2, 128, 0, 0, 8, 8,    L_DEFAULT, 1, 0, 1, vq2, vk2, 1, 0},
+    {"f32 d72 varlen",             GP_F32,  4, 30,  31,  2, 2, 72,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, vq3, vk3, 0, 0},
+    {"f16 d64 qkv-packed causal",  GP_F16,  2, 96,  96,  4, 2, 64,  0, 1, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1, 0},
+    {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d96 100x150 gqa causal", GP_BF16, 2, 100, 150, 4, 2, 96, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d96 70x70 window",       GP_F16,  1, 70,  70,  2, 2, 96,  0, 0, 20, 5,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0, 0},
+    /* q, k and v one element off every 16-byte boundary: no cp.async or TMA family takes
+     * them (each declines, never a misaligned access); MFMA loads elements */
+    {"f16 d64 40x50 causal shifted", GP_F16, 1, 40, 50, 2, 1, 64, 0, 1, NOWIN,     L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 1},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -110,6 +114,16 @@ static const acase_t cases[] = {
 static int have_device(void) {
   int n = 0;
   return gp_device_count(&n) == GP_SUCCESS && n > 0;
+}
+
+/* A device copy of host's bytes starting shift bytes into a fresh allocation, whose
+ * base goes to *base (for gp_free). */
+static void *dev_upload_at(const void *host, size_t bytes, size_t shift, void **base) {
+  char *p = NULL;
+  ck_assert_int_eq(gp_malloc((void **)&p, bytes + shift), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(p + shift, host, bytes), GP_SUCCESS);
+  *base = p;
+  return p + shift;
 }
 
 static void *dev_upload(const void *host, size_t bytes, gp_stream_t s, int async) {
@@ -251,9 +265,15 @@ static void run_one(const acase_t *c, int mode, uint64_t id) {
     gp_ref_fill(hq_, c->dtype, nq, &rng, -1.0, 1.0);
     gp_ref_fill(hk, c->dtype, nk, &rng, -1.0, 1.0);
     gp_ref_fill(hv, c->dtype, nv, &rng, -1.0, 1.0);
-    desc.q = dq = dev_upload(hq_, nq * es, s, c->own_stream);
-    desc.k = dk = dev_upload(hk, nk * es, s, c->own_stream);
-    desc.v = dvv = dev_upload(hv, nv * es, s, c->own_stream);
+    if (c->shift) {
+      desc.q = dev_upload_at(hq_, nq * es, es, &dq);
+      desc.k = dev_upload_at(hk, nk * es, es, &dk);
+      desc.v = dev_upload_at(hv, nv * es, es, &dvv);
+    } else {
+      desc.q = dq = dev_upload(hq_, nq * es, s, c->own_stream);
+      desc.k = dk = dev_upload(hk, nk * es, s, c->own_stream);
+      desc.v = dvv = dev_upload(hv, nv * es, s, c->own_stream);
+    }
   }
   /* Poisoned outputs. */
   size_t nlse = (size_t)(varlen ? c->hq * rows_q : c->batch * c->hq * c->sq);
@@ -564,10 +584,10 @@ START_TEST(test_every_kernel) {
     for (int t = 0; t < 2; t++)
       for (int i = 0; i < 5 && fams[f].dims[i]; i++) {
         acase_t c = {"every kernel", t ? GP_BF16 : GP_F16, 1, 20, 33, 2, 1, fams[f].dims[i], 0, (t + i) & 1,
-                     NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0};
+                     NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0};
         run_one(&c, fams[f].mode, id++);
       }
-  const acase_t c = {"every kernel", GP_F32, 1, 20, 33, 2, 1, 40, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0};
+  const acase_t c = {"every kernel", GP_F32, 1, 20, 33, 2, 1, 40, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0};
   run_one(&c, M_PORTABLE, id++);
   run_one(&c, M_DEFAULT, id++);
   gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
@@ -687,6 +707,27 @@ START_TEST(test_errors) {
   expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->o");
   valid_desc(&d), d.q_seq_stride = 1000;
   expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->q");
+
+  /* Tensors not aligned to their elements (a GPU faults on such an access): refused,
+   * naming the tensor, before anything reads them (under UBSan the host implementation's
+   * and the portable kernel's loads aborted). */
+  char *b8 = (char *)g_buf;
+  valid_desc(&d), d.q = b8 + 1;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->q (");
+  valid_desc(&d), d.k = b8 + 1;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->k (");
+  valid_desc(&d), d.v = b8 + 3;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->v (");
+  valid_desc(&d), d.o = b8 + 2049;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->o (");
+  valid_desc(&d), d.dtype = GP_F32, d.q = b8 + 2;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "not aligned to its f32 elements");
+  valid_desc(&d), d.lse = (float *)(b8 + 3002);
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->lse (");
+  valid_desc(&d), d.cu_seqlens_q = (const int32_t *)(b8 + 3001), d.cu_seqlens_k = (const int32_t *)(b8 + 3008);
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->cu_seqlens_q (");
+  valid_desc(&d), d.cu_seqlens_q = (const int32_t *)(b8 + 3008), d.cu_seqlens_k = (const int32_t *)(b8 + 3002);
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->cu_seqlens_k (");
 
   /* A destroyed stream. */
   gp_stream_t s;

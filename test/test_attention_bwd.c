@@ -680,6 +680,21 @@ START_TEST(test_errors) {
   expect_fail(&d, GRADS, NULL, ws, GP_ERROR_INVALID_VALUE, "workspace");
   expect_fail(&d, GRADS, at(OFF_WS), ws - 1, GP_ERROR_INVALID_VALUE, "workspace_bytes");
   expect_fail(&d, GRADS, at(OFF_WS + 4), ws, GP_ERROR_INVALID_VALUE, "aligned");
+  /* Tensors not aligned to their elements (a GPU faults on such an access): refused,
+   * naming the tensor, before anything reads or writes them. */
+  expect_fail(&d, at(OFF_DO + 1), at(OFF_DQ), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'d_o' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ + 1), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dq' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DK + 3), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dk' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DK), at(OFF_DV + 1), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dv' (");
+  valid_desc(&d), d.q = at(1);
+  expect_fail(&d, GRADS, at(OFF_WS), ws, GP_ERROR_INVALID_VALUE, "desc->q (");
+  valid_desc(&d), d.lse = (float *)at(OFF_LSE + 2);
+  expect_fail(&d, GRADS, at(OFF_WS), ws, GP_ERROR_INVALID_VALUE, "desc->lse (");
+  valid_desc(&d);
   /* Tensors and the workspace running past the end of their allocation. */
   expect_fail(&d, GRADS, at(total - ws + 16), ws, GP_ERROR_INVALID_VALUE, "workspace");
   expect_fail(&d, at(total - 32), at(OFF_DQ), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,

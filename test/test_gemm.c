@@ -65,6 +65,7 @@ typedef struct gemm_case {
   bool use_stream;                   /* a created stream instead of the default one */
   bool align8;                       /* leading dimensions and strides multiples of 8 */
   bool tf32;                         /* GP_COMPUTE_TF32 (gp_gemm_ex): inputs may round to tf32 */
+  bool shift_ab;                     /* A and B one element past a 16-byte boundary */
   unsigned id;                       /* distinguishes the seeds of the cases of one test */
 } gemm_case_t;
 
@@ -73,13 +74,13 @@ static const char *dt(gp_dtype_t t) { return gp_dtype_name(t); }
 static void describe(const gemm_case_t *cs, char *buf, size_t len) {
   snprintf(buf, len,
            "%s-major %s%s m=%lld n=%lld k=%lld %s->%s alpha=%g beta=%g pads=%lld,%lld,%lld "
-           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d tf32=%d (GP_TEST_SEED=0x%llx)",
+           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d tf32=%d shift=%d (GP_TEST_SEED=0x%llx)",
            cs->layout == GP_ROW_MAJOR ? "row" : "col", cs->ta == GP_OP_T ? "T" : "N",
            cs->tb == GP_OP_T ? "T" : "N", (long long)cs->m, (long long)cs->n, (long long)cs->k,
            dt(cs->ab), dt(cs->c), (double)cs->alpha, (double)cs->beta, (long long)cs->pad_a,
            (long long)cs->pad_b, (long long)cs->pad_c, (long long)cs->batch, cs->bcast_a,
            cs->bcast_b, (int)cs->epi, dt(cs->bias_type), cs->api, cs->nan_ab, cs->null_ab,
-           cs->tf32, (unsigned long long)g_seed);
+           cs->tf32, cs->shift_ab, (unsigned long long)g_seed);
 }
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
@@ -92,6 +93,16 @@ static int64_t span(int64_t rows, int64_t cols, int64_t ld, bool row_major) {
   int64_t outer = row_major ? rows : cols, inner = row_major ? cols : rows;
   if (outer == 0 || inner == 0) return 0;
   return (outer - 1) * ld + inner;
+}
+
+/* A device copy of host's bytes starting shift bytes into a fresh allocation (freed
+ * with gp_free(p - shift)). */
+static void *dev_copy_at(const void *host, size_t bytes, size_t shift) {
+  char *d = NULL;
+  if (bytes == 0) return NULL;
+  ck_assert_int_eq(gp_malloc((void **)&d, bytes + shift), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(d + shift, host, bytes), GP_SUCCESS);
+  return d + shift;
 }
 
 static void *dev_alloc_copy(const void *host, size_t bytes) {
@@ -206,8 +217,9 @@ static void run_case(const gemm_case_t *cs) {
   ck_assert(hbias != NULL);
   if (has_bias) gp_ref_fill(hbias, cs->bias_type, (size_t)cs->n, &rng, -1.0, 1.0);
 
-  void *da = cs->null_ab ? NULL : dev_alloc_copy(ha, na * ea);
-  void *db = cs->null_ab ? NULL : dev_alloc_copy(hb, nb * ea);
+  const size_t shift = cs->shift_ab ? ea : 0;
+  void *da = cs->null_ab ? NULL : dev_copy_at(ha, na * ea, shift);
+  void *db = cs->null_ab ? NULL : dev_copy_at(hb, nb * ea, shift);
   void *dc = dev_alloc_copy(hc, nc * ec);
   void *dbias = has_bias ? dev_alloc_copy(hbias, (size_t)cs->n * eb) : NULL;
   gp_stream_t stream = NULL;
@@ -287,8 +299,8 @@ static void run_case(const gemm_case_t *cs) {
   ck_assert_msg(nwin < 64 || rel <= tol, "%s: relative norm error %.3g above %.3g", what, rel, tol);
 
   if (stream) ck_assert_int_eq(gp_stream_destroy(stream), GP_SUCCESS);
-  gp_free(da);
-  gp_free(db);
+  if (da) gp_free((char *)da - shift);
+  if (db) gp_free((char *)db - shift);
   gp_free(dc);
   gp_free(dbias);
   free(ha);
@@ -462,6 +474,7 @@ START_TEST(test_sm80_shapes) {
       cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
       cs.m = 203; cs.n = 141; cs.k = 200;
       cs.align8 = v != 3 || t != 1; /* one case of plain loads with the same shape */
+      cs.shift_ab = v == 0 && t == 3; /* and one with A and B off every 16-byte boundary */
       cs.beta = v == 1 ? 0.5f : 0.0f;
       cs.epi = v == 2 ? GP_EPILOGUE_BIAS_GELU_TANH : GP_EPILOGUE_NONE;
       cs.batch = v == 3 ? 2 : 1;
@@ -529,6 +542,18 @@ START_TEST(test_sm90_shapes) {
       cs.id = id++;
       run_case(&cs);
     }
+  /* A and B one element past a 16-byte boundary: no TMA map, so the sm_90a kernels
+   * decline and the sm_80 kernels take them with plain loads (never a misaligned access) */
+  for (int v = 0; v < 2; v++) {
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.ab = v ? GP_BF16 : GP_F16; cs.c = GP_F32;
+    cs.layout = v ? GP_ROW_MAJOR : GP_COL_MAJOR;
+    cs.m = 70; cs.n = 40; cs.k = 72;
+    cs.align8 = true; cs.shift_ab = true;
+    cs.id = id++;
+    run_case(&cs);
+  }
   /* one tile, k below one k-step; and a broadcast B over a batch of 3 */
   for (int v = 0; v < 2; v++) {
     gemm_case_t cs = base_case();
@@ -752,6 +777,7 @@ START_TEST(test_mfma_shapes) {
       cs.gap_a = 8; cs.gap_b = 16; cs.gap_c = 4;
       cs.beta = v & 1 ? 0.0f : 0.5f;
       cs.epi = v == 2 ? GP_EPILOGUE_BIAS_RELU : GP_EPILOGUE_NONE;
+      cs.shift_ab = v == 1 && pi == 1; /* element loads: A and B off every 16-byte boundary */
       cs.id = id++;
       run_case(&cs);
     }
@@ -1060,6 +1086,22 @@ START_TEST(test_errors) {
   /* Operands past the end of their allocation (gpuport knows its own allocations). */
   EXPECT_FAIL(gp_gemm(NULL, R, N, N, 64, 64, 64, 1, a, GP_F32, 65, b, GP_F32, 64, 0, c, GP_F32, 64),
               GP_ERROR_INVALID_VALUE, "'a'");
+  /* Operands not aligned to their elements (a GPU faults on such an access): refused,
+   * naming the operand, before anything reads them (under UBSan the loads aborted). */
+  const char *a8 = (const char *)a, *b8 = (const char *)b;
+  char *c8 = (char *)c;
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a8 + 1, GP_F16, 4, b, GP_F16, 4, 0, c, GP_F16, 4),
+              GP_ERROR_INVALID_VALUE, "'a' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a8 + 2, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "not aligned to its f32 elements");
+  EXPECT_FAIL(gp_gemm(NULL, C, T, N, 4, 4, 4, 1, a, GP_BF16, 4, b8 + 3, GP_BF16, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'b' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F16, 4, b, GP_F16, 4, 0, c8 + 1, GP_F16, 4),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 0, 1, NULL, GP_F32, 4, NULL, GP_F32, 4, 2, c8 + 2, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  e = d; e.epilogue = GP_EPILOGUE_BIAS; e.bias = a8 + 2; e.bias_type = GP_F32;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "'bias' (");
   /* Address arithmetic that overflows. */
   EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, INT64_MAX / 2, b, GP_F32, 4, 0, c, GP_F32, 4),
               GP_ERROR_INVALID_VALUE, "extent of A");
