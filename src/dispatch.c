@@ -150,6 +150,7 @@ gp_status_t gp__dispatch_begin(gp__dispatch_t *d, gp__op_t op, const char *func,
   GP__TRY(gp__api_props(func, gp__current_device(), &props));
   d->cc_major = props->compute_capability_major;
   d->cc_minor = props->compute_capability_minor;
+  d->multiprocessors = props->multiprocessor_count;
   return GP_SUCCESS;
 }
 

@@ -92,6 +92,7 @@ typedef struct gp__dispatch {
   gp__op_t op;
   gp__cpu_mode_t mode;    /* cpu backend: the operation's CPU mode */
   int cc_major, cc_minor; /* cuda, hip: the current device's compute capability */
+  int multiprocessors;    /* cuda, hip: its SMs (CUs); 0 on the cpu backend */
   char *declined;
   size_t declined_len;
 } gp__dispatch_t;
@@ -117,6 +118,7 @@ gp_status_t gp__dispatch_none(const gp__dispatch_t *d, const char *func);
 
 /* What a GEMM family's supports() prepares for its launch(), sized for every family. */
 typedef struct gp__gemm_plan {
+  int multiprocessors;          /* in: the device's SMs (set by the walk; 0 on the cpu backend) */
   gp_kernel_t kernel;           /* NULL for the host implementation */
   const char *kernel_name;      /* static: the kernel's name, or the host path's */
   gp_dim3_t grid, block;

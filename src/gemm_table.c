@@ -43,6 +43,7 @@ const gp__gemm_impl_t *gp__gemm_choose(gp__dispatch_t *d, const gp__gemm_params_
   for (size_t i = 0; i < N_ENTRIES; i++) {
     const gp__gemm_impl_t *e = k_table[i];
     char why[192] = "";
+    plan->multiprocessors = d->multiprocessors;
     if (gp__dispatch_eligible(d, e->name, e->family, why, sizeof why) &&
         e->supports(p, plan, why, sizeof why)) {
       gp__dispatch_chose(d, plan->kernel_name);

@@ -1,8 +1,9 @@
 /*
  * attention_fwd_portable.cu - portable attention forward kernel (FlashAttention-2, Dao 2023,
  * Algorithm 1) in the gpuport dialect. One source for nvcc, hipcc and the CPU SIMT
- * executor; launched by src/attention.c on the cuda and hip backends and, with
- * GP_CPU_ATTENTION=portable, on the cpu backend. Correct everywhere rather than fast:
+ * executor; launched by kernels/portable/attention_portable_host.c (the portable
+ * entries of src/attention_table.c) where no other family takes a call, and in the
+ * kernel modes of GP_CPU_ATTENTION on the cpu backend. Correct everywhere rather than fast:
  * the vendor kernels in kernels/sm80, kernels/sm90a and kernels/mfma are where the matrix instructions go.
  *
  * Decomposition

@@ -1,7 +1,8 @@
 /*
  * gemm_portable.cu - the portable tiled GEMM kernel, written once in the gpuport dialect and
- * built for the cpu (SIMT executor), cuda and hip backends. It runs every call on the
- * GPU backends and, with GP_CPU_GEMM=portable, on the CPU executor, so the code the
+ * built for the cpu (SIMT executor), cuda and hip backends. It runs what no matrix-core
+ * family takes on the GPU backends (src/gemm_table.c) and, in the kernel modes of
+ * GP_CPU_GEMM, on the CPU executor, so the code the
  * GPUs run is tested in CI. It favours being correct for every shape over speed: the
  * vendor kernels in kernels/sm80, kernels/sm90a and kernels/mfma are the fast paths.
  *

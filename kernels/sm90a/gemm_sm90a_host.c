@@ -14,7 +14,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "api.h"
 #include "dispatch.h"
 #include "kernels/sm90a/sm90a.h"
 
@@ -37,14 +36,12 @@ static const struct gp_kernel_s *const k_ws[2][2][2] = {
 /* Devices (bit d) on which each kernel's shared-memory limit has been raised. */
 static atomic_ullong g_raised[2][2][2];
 
-/* SMs of the current device for the persistent grid; 3 on the cpu backend. The walk
- * (gp__dispatch_begin) has read the properties of this device already, so the cached
- * answer comes back and no error can be set here. */
-static int sm_count(void) {
+/* Blocks of the persistent grid: one per SM of the device (plan->multiprocessors, which
+ * the walk reads from the device), 3 on the cpu backend so that each block takes several
+ * tiles there too. */
+static int64_t persistent_blocks(const gp__gemm_plan_t *plan) {
   if (GP__BACKEND == GP_BACKEND_CPU) return 3;
-  const gp_device_props_t *props;
-  if (gp__api_props("gp_gemm", gp__current_device(), &props) != GP_SUCCESS) return 1;
-  return props->multiprocessor_count > 0 ? props->multiprocessor_count : 1;
+  return plan->multiprocessors > 0 ? plan->multiprocessors : 1;
 }
 
 /* x, its leading dimension and batch stride (2-byte elements) suit TMA. */
@@ -101,7 +98,7 @@ static bool supports(const gp__gemm_params_t *p, gp__gemm_plan_t *plan, char *wh
   }
   const int64_t tiles = ((p->m + GP__SM90_GEMM_BM - 1) / GP__SM90_GEMM_BM) *
                         ((p->n + GP__SM90_GEMM_BN - 1) / GP__SM90_GEMM_BN) * p->batch;
-  const int64_t sms = sm_count();
+  const int64_t sms = persistent_blocks(plan);
   plan->kernel = k_ws[bf16][ta][tb];
   plan->kernel_name = plan->kernel->name;
   plan->block = gp_dim3(GP__SM90_GEMM_THREADS, 1, 1);
