@@ -341,8 +341,8 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
   return GP_SUCCESS;
 }
 
-/* The arguments beyond the descriptor: every pointer set, the workspace large enough
- * and 16-byte aligned, every tensor inside its allocation. */
+/* The arguments beyond the descriptor: every pointer set and aligned to its elements, the
+ * workspace large enough and 16-byte aligned, every tensor inside its allocation. */
 static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, const void *d_o,
                                   void *dq, void *dk, void *dv, void *workspace,
                                   size_t workspace_bytes, const bwd_layout_t *w) {

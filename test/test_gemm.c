@@ -934,6 +934,53 @@ START_TEST(test_message_survives) {
 }
 END_TEST
 
+/* The CPU modes are read once, in one vocabulary for both variables: GP_CPU_GEMM's
+ * "openblas" is host's alias, GP_CPU_ATTENTION has no "packed" (a warning naming the
+ * valid values, then host), the test override returns to the environment with -1. A
+ * forked child reads the environment afresh (without fork it was read already). */
+START_TEST(test_cpu_modes) {
+  const char *fork_env = getenv("CK_FORK");
+  if (gp_backend() != GP_BACKEND_CPU || (fork_env && strcmp(fork_env, "no") == 0)) return;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gp_test_modes_%d.log", (int)getpid());
+  setenv("GP_DEBUG_FILE", path, 1);
+  setenv("GP_CPU_GEMM", "openblas", 1);
+  setenv("GP_CPU_ATTENTION", "packed", 1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_GEMM), GP__CPU_HOST);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_FWD), GP__CPU_HOST);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_BWD), GP__CPU_HOST);
+  setenv("GP_CPU_GEMM", "mfma", 1); /* read once: no effect now */
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_GEMM), GP__CPU_HOST);
+  gp__cpu_mode_set(GP__OP_GEMM, GP__CPU_PACKED);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_GEMM), GP__CPU_PACKED);
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, GP__CPU_PACKED); /* attention has no packed mode */
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_FWD), GP__CPU_HOST);
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, GP__CPU_SM90A); /* forward and backward share it */
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_FWD), GP__CPU_SM90A);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_BWD), GP__CPU_HOST);
+  ck_assert_str_eq(gp__cpu_mode_name(GP__CPU_SM80), "sm80");
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no log file %s", path);
+  char line[1024];
+  int warned = 0, gemm_warned = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "GP_CPU_ATTENTION=packed is not one of host, portable, sm80, sm90a, mfma: using host"))
+      warned++;
+    if (strstr(line, "GP_CPU_GEMM=")) gemm_warned++;
+  }
+  fclose(f);
+  unlink(path);
+  ck_assert_int_eq(warned, 1);
+  ck_assert_int_eq(gemm_warned, 0);
+  unsetenv("GP_CPU_GEMM");
+  unsetenv("GP_CPU_ATTENTION");
+}
+END_TEST
+
 /* ---- cpu-only paths ------------------------------------------------------------------- */
 
 /* Larger shapes: the direct cblas_sgemm (f32) and, for the packed path, several
@@ -1209,6 +1256,7 @@ static Suite *gemm_suite(void) {
   suite_add_tcase(s, tmf);
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
+  tcase_add_test(te, test_cpu_modes);
   suite_add_tcase(s, te);
   TCase *td = tcase_create("dispatch"); /* run by make check-dispatch */
   tcase_set_timeout(td, 120);
