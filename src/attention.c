@@ -1,22 +1,10 @@
 /*
  * attention.c - gp_attention_fwd, gp_attention_bwd_workspace_size and gp_attention_bwd:
  * the argument checks (once, for every backend), the defaults (strides, softmax scale,
- * causal folded into the window), the backward's workspace layout, one INFO line per
- * call, and the choice of implementation:
- *   cpu backend   the tiled host implementations (kernels/cpu/attention_fwd_cpu.c,
- *                 kernels/cpu/attention_bwd_cpu.c), or the portable dialect kernels on the
- *                 SIMT executor when GP_CPU_ATTENTION=portable (so the GPU kernels are
- *                 tested without a GPU), or with GP_CPU_ATTENTION=sm80 the sm_80 (kernels/sm80/)
- *                 kernels on the executor under emulation, or with
- *                 GP_CPU_ATTENTION=mfma the AMD MFMA kernels (kernels/mfma/) there at wave64, the
- *                 portable kernels where they do not apply;
- *   cuda          the sm_80 kernels (kernels/sm80/attention_fwd_sm80.cu, chosen by
- *                 kernels/sm80/attention_sm80_host.c) on devices of compute capability 8.0 and above
- *                 where they apply, else the portable dialect kernels;
- *   hip           the MFMA kernels (kernels/mfma/attention_fwd_mfma.cu, kernels/mfma/attention_bwd_mfma.cu,
- *                 chosen by kernels/mfma/attention_mfma_host.c) where they apply, else the portable
- *                 dialect kernels (kernels/portable/attention_fwd_portable.cu, kernels/portable/attention_bwd_portable.cu).
- * When a matrix-core kernel does not take a call, the INFO line says why.
+ * causal folded into the window), the backward's workspace layout, the walk over the
+ * attention tables (src/attention_table.c: which kernel family runs the call on each
+ * backend, and why the others did not) and one INFO line per call naming the kernel
+ * chosen.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,16 +12,8 @@
 #include <string.h>
 
 #include "api.h"
-#include "attention_impl.h"
-#include "kernels/sm80/sm80.h"
-#include "kernels/sm90a/attention_sm90a.h"
+#include "dispatch.h"
 #include "internal.h"
-
-GP_KERNEL_DECLARE(gp__attention_fwd_tiled);
-GP_KERNEL_DECLARE(gp__attention_bwd_pre);
-GP_KERNEL_DECLARE(gp__attention_bwd_main);
-GP_KERNEL_DECLARE(gp__attention_bwd_dq);
-GP_KERNEL_DECLARE(gp__attention_bwd_dkv);
 
 /* The first released descriptor ends with `deterministic`: a caller compiled against
  * it passes at least this many bytes. Fields added later take their defaults when a
@@ -71,6 +51,21 @@ static void effective_window(const gp_attention_desc_t *d, int64_t *wl, int64_t 
 
 static const char *dtype_str(gp_dtype_t t) {
   return t == GP_F32 ? "f32" : t == GP_F16 ? "f16" : t == GP_BF16 ? "bf16" : "?";
+}
+
+/* Every tensor of the call aligned to its elements (src/api.h, gp__api_check_aligned);
+ * the 16-byte rows some families need beyond that their supports() asks for, declining
+ * otherwise. */
+static gp_status_t check_aligned(const char *func, const gp_attention_desc_t *d) {
+  const size_t es = gp_dtype_size(d->dtype);
+  const char *tn = gp_dtype_name(d->dtype);
+  GP__TRY(gp__api_check_aligned(func, "desc->q", d->q, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->k", d->k, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->v", d->v, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->o", d->o, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "desc->lse", d->lse, sizeof(float), "f32"));
+  GP__TRY(gp__api_check_aligned(func, "desc->cu_seqlens_q", d->cu_seqlens_q, sizeof(int32_t), "int32"));
+  return gp__api_check_aligned(func, "desc->cu_seqlens_k", d->cu_seqlens_k, sizeof(int32_t), "int32");
 }
 
 /* Checks desc (copied into *d, defaults filled) and builds the implementation's
@@ -131,6 +126,7 @@ static gp_status_t check_desc(const char *func, const gp_attention_desc_t *desc,
                    d->cu_seqlens_q ? "q" : "k", d->cu_seqlens_q ? "k" : "q");
   if (!isfinite(d->softmax_scale))
     return ATTN_ERR(GP_ERROR_INVALID_VALUE, "desc->softmax_scale is not finite");
+  if (tensors) GP__TRY(check_aligned(func, d));
 
   const int64_t *strides[] = {&d->q_batch_stride, &d->q_seq_stride, &d->q_head_stride,
                               &d->k_batch_stride, &d->k_seq_stride, &d->k_head_stride,
@@ -181,46 +177,6 @@ static gp_status_t check_desc(const char *func, const gp_attention_desc_t *desc,
   p->scale = d->softmax_scale != 0.0f ? d->softmax_scale : (float)(1.0 / sqrt((double)d->head_dim));
   p->dtype = (int)d->dtype;
   return GP_SUCCESS;
-}
-
-#if defined(GP_BUILD_CPU)
-/* GP_CPU_ATTENTION values that run dialect kernels on the executor: the portable ones
- * wherever a matrix-core kernel (sm80, mfma) does not apply, as on a GPU. */
-static bool kernels_mode(const char *e) {
-  return e != NULL && (strcmp(e, "portable") == 0 || strcmp(e, "sm80") == 0 || strcmp(e, "sm90a") == 0 ||
-                       strcmp(e, "mfma") == 0);
-}
-#endif
-
-/* Why no matrix-core kernel took the call (sm80: why, MFMA: mwhy; empty when that kind
- * is not enabled), appended to the INFO line's description. */
-static void append_why(char *what, size_t what_len, const char *why, const char *mwhy) {
-  size_t n = strlen(what);
-  if (why[0] != '\0') snprintf(what + n, what_len - n, "; no sm_80 kernel: %s", why);
-  n = strlen(what);
-  if (mwhy[0] != '\0') snprintf(what + n, what_len - n, "; no MFMA kernel: %s", mwhy);
-}
-
-/* The portable kernel: one block per (query tile, query head, sequence), flattened
- * into grid.x so that blocks reading the same key/value head run side by side. */
-static gp_status_t launch_portable(gp_stream_t stream, const gp__attn_params_t *p,
-                                   gp_kernel_t kernel, char *what, size_t what_len) {
-  static const char func[] = "gp_attention_fwd";
-  int64_t tiles = (p->seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blocks;
-  if (!mul_ok(tiles, p->heads_q, &blocks) || !mul_ok(blocks, p->batch, &blocks) ||
-      blocks > (int64_t)INT32_MAX)
-    return ATTN_ERR(GP_ERROR_NOT_SUPPORTED,
-                   "%lld query tiles x %lld heads x %lld sequences exceed one grid dimension",
-                   (long long)tiles, (long long)p->heads_q, (long long)p->batch);
-  size_t smem = (size_t)gp__attn_kernel_smem_floats(p->head_dim, p->head_dim_v) * sizeof(float);
-  unsigned threads = (unsigned)(GP__ATTN_KWARPS * kernel->warp_size);
-  snprintf(what, what_len, "portable kernel %s (warp %d, grid %lld, block %u, %d x %d tiles, "
-           "%zu B shared)", kernel->name, kernel->warp_size, (long long)blocks, threads, GP__ATTN_KQ,
-           gp__attn_kernel_block_k(p->head_dim > p->head_dim_v ? p->head_dim : p->head_dim_v), smem);
-  gp_dim3_t grid = {(unsigned)blocks, 1, 1}, block = {threads, 1, 1};
-  gp__attn_params_t args_p = *p;
-  void *args[] = {&args_p};
-  return gp_launch(kernel, grid, block, smem, stream, args);
 }
 
 /* Bytes spanned by a [batch, seq, heads, dim] tensor with these strides (the last
@@ -292,50 +248,31 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   gp_stream_t s;
   GP__TRY(gp__stream_resolve(stream, func, &s));
 
-  char what[400] = "", why[128] = "", mwhy[128] = "";
-  gp_status_t st;
-  gp__attn_sm80_plan_t plan;
-  gp__attn_mfma_plan_t mplan;
-  gp__attn_sm90_plan_t plan90;
-  char why90[128] = "";
-  if (kernel == NULL && gp__attn_sm90_choose(&p, &plan90, why90, sizeof(why90))) {
-    st = gp__attn_sm90_launch(stream, &p, &plan90);
-    snprintf(what, sizeof(what), "%s", plan90.name);
-  } else if (kernel == NULL && gp__attn_sm80_choose(&p, &plan, why, sizeof(why))) {
-    st = gp__attn_sm80_launch(stream, &p, &plan);
-    snprintf(what, sizeof(what), "%s%s%s", plan.name, why90[0] ? "; " : "", why90);
-  } else if (kernel == NULL && gp__attn_mfma_choose(&p, &mplan, mwhy, sizeof(mwhy))) {
-    st = gp__attn_mfma_launch(stream, &p, &mplan);
-    snprintf(what, sizeof(what), "%s", mplan.name);
-  } else {
-    const bool given = kernel != NULL;
-    if (kernel == NULL) kernel = GP_KERNEL_REF(gp__attention_fwd_tiled);
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-    (void)s; /* gp_launch resolves and checks the stream itself */
-    (void)given;
-    st = launch_portable(stream, &p, kernel, what, sizeof(what));
-#else
-    const char *e = getenv(GP__ATTN_ENV);
-    if (given || kernels_mode(e)) {
-      st = launch_portable(stream, &p, kernel, what, sizeof(what));
-    } else {
-      if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'sm90a', 'mfma' or 'host': using the "
-                 "host implementation", GP__ATTN_ENV, e);
-      st = gp__cpu_attention_fwd(s, &p, what, sizeof(what));
-    }
-#endif
-    append_why(what, sizeof(what), why, mwhy);
+  (void)s; /* checked here for every family; each launch resolves it again */
+  gp__dispatch_t dsp;
+  char declined[512];
+  GP__TRY(gp__dispatch_begin(&dsp, GP__OP_ATTN_FWD, func, declined, sizeof declined));
+  gp__attn_plan_t plan;
+  const gp__attn_fwd_impl_t *impl;
+  if (kernel != NULL) { /* a given build of the portable kernel */
+    char why[192] = "";
+    if (!gp__attn_fwd_portable_plan(&p, kernel, &plan, why, sizeof why))
+      return ATTN_ERR(GP_ERROR_NOT_SUPPORTED, "%s", why);
+    gp__dispatch_chose(&dsp, plan.kernel_name);
+    impl = &gp__attn_fwd_impl_portable;
+  } else if ((impl = gp__attn_fwd_choose(&dsp, &p, &plan)) == NULL) {
+    return gp__dispatch_none(&dsp, func);
   }
+  const gp_status_t st = impl->launch(stream, &p, &plan);
   GP__INFO(GP__SUB_ATTN,
            "attention fwd %s: batch %lld, seqlen_q %lld, seqlen_k %lld, heads %lld/%lld, "
            "head_dim %lld/%lld, scale %g, causal %d, window (%lld, %lld), varlen %d, lse %d "
-           "-> %s%s",
+           "-> %s%s%s%s",
            dtype_str(d.dtype), (long long)d.batch, (long long)d.seqlen_q, (long long)d.seqlen_k,
            (long long)d.heads_q, (long long)d.heads_kv, (long long)d.head_dim,
            (long long)d.head_dim_v, (double)p.scale, d.causal != 0, (long long)d.window_left,
-           (long long)d.window_right, p.cu_q != NULL, p.lse != NULL, what,
-           st == GP_SUCCESS ? "" : " (failed)");
+           (long long)d.window_right, p.cu_q != NULL, p.lse != NULL, plan.name,
+           declined[0] ? "; declined: " : "", declined, st == GP_SUCCESS ? "" : " (failed)");
   return st;
 }
 
@@ -404,8 +341,8 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
   return GP_SUCCESS;
 }
 
-/* The arguments beyond the descriptor: every pointer set, the workspace large enough
- * and 16-byte aligned, every tensor inside its allocation. */
+/* The arguments beyond the descriptor: every pointer set and aligned to its elements, the
+ * workspace large enough and 16-byte aligned, every tensor inside its allocation. */
 static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, const void *d_o,
                                   void *dq, void *dk, void *dv, void *workspace,
                                   size_t workspace_bytes, const bwd_layout_t *w) {
@@ -416,6 +353,12 @@ static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, 
   if (dq == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'dq' is NULL");
   if (dk == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'dk' is NULL");
   if (dv == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'dv' is NULL");
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  const char *tn = gp_dtype_name((gp_dtype_t)p->dtype);
+  GP__TRY(gp__api_check_aligned(func, "argument 'd_o'", d_o, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "argument 'dq'", dq, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "argument 'dk'", dk, es, tn));
+  GP__TRY(gp__api_check_aligned(func, "argument 'dv'", dv, es, tn));
   if (workspace == NULL) return ATTN_ERR(GP_ERROR_INVALID_VALUE, "argument 'workspace' is NULL");
   if (workspace_bytes < w->bytes)
     return ATTN_ERR(GP_ERROR_INVALID_VALUE,
@@ -434,70 +377,6 @@ static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, 
   };
   return check_tensors(func, p, t, 4);
 }
-
-static gp_status_t launch_one(const char *func, gp_kernel_t k, int64_t blocks, size_t smem,
-                              gp_stream_t stream, gp__attn_bwd_params_t *bp) {
-  if (blocks > (int64_t)INT32_MAX)
-    return ATTN_ERR(GP_ERROR_NOT_SUPPORTED, "%s needs %lld blocks, more than one grid dimension holds",
-                    k->name, (long long)blocks);
-  gp_dim3_t grid = {(unsigned)blocks, 1, 1}, block = {(unsigned)(GP__ATTN_KWARPS * k->warp_size), 1, 1};
-  void *args[] = {bp};
-  return gp_launch(k, grid, block, smem, stream, args);
-}
-
-/* The portable kernels (FlashAttention-2's preprocess, main loop over key blocks,
- * postprocess), in stream order. Each grid is flattened into grid.x. */
-static gp_status_t launch_bwd_portable(gp_stream_t stream, gp__attn_bwd_params_t *bp,
-                                       const gp__attn_bwd_kernels_t *k, char *what,
-                                       size_t what_len) {
-  static const char func[] = "gp_attention_bwd";
-  const gp__attn_params_t *p = &bp->f;
-  const int64_t dmax = p->head_dim > p->head_dim_v ? p->head_dim : p->head_dim_v;
-  const int bk = gp__attn_bwd_block_k(dmax);
-  const int64_t nkb = (p->seqlen_k + bk - 1) / bk;
-  const int64_t qtiles = (p->seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
-  const int64_t ktiles = (p->seqlen_k + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
-  bp->nsplit = bp->deterministic ? (bp->nslices < nkb ? bp->nslices : nkb) : nkb;
-  bp->nslices = bp->deterministic ? bp->nsplit : 1;
-  const size_t smem = (size_t)gp__attn_bwd_smem_floats(p->head_dim, p->head_dim_v) * sizeof(float);
-  const int64_t bh = p->batch * p->heads_q; /* < 2^62 */
-  snprintf(what, what_len, "portable kernels %s (warp %d, block %d, grid %lld, %d x %d tiles, "
-           "%zu B shared, %lld dq slice%s)", k->main->name, k->main->warp_size,
-           GP__ATTN_KWARPS * k->main->warp_size, (long long)(bp->nsplit * bh), bk,
-           gp__attn_bwd_block_q(dmax), smem, (long long)bp->nslices, bp->nslices == 1 ? "" : "s");
-  GP__TRY(launch_one(func, k->pre, qtiles * bh, 0, stream, bp));
-  GP__TRY(launch_one(func, k->main, bp->nsplit * bh, smem, stream, bp));
-  GP__TRY(launch_one(func, k->dq, qtiles * bh, 0, stream, bp));
-  if (bp->ws_dk) GP__TRY(launch_one(func, k->dkv, ktiles * p->batch * p->heads_kv, 0, stream, bp));
-  return GP_SUCCESS;
-}
-
-/* The sm_80 main kernel between the portable preprocess and postprocesses: the same
- * workspace and slices, with the split over the sm_80 kernel's key blocks. */
-static gp_status_t launch_bwd_sm80(gp_stream_t stream, gp__attn_bwd_params_t *bp,
-                                   const gp__attn_sm80_plan_t *plan,
-                                   const gp__attn_bwd_kernels_t *k, char *what, size_t what_len) {
-  static const char func[] = "gp_attention_bwd";
-  const gp__attn_params_t *p = &bp->f;
-  const int64_t nkb = (p->seqlen_k + GP__SM80_BWD_BN(p->head_dim) - 1) / GP__SM80_BWD_BN(p->head_dim);
-  const int64_t qtiles = (p->seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
-  const int64_t ktiles = (p->seqlen_k + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
-  const int64_t bh = p->batch * p->heads_q; /* < 2^62 */
-  bp->nsplit = bp->deterministic ? (bp->nslices < nkb ? bp->nslices : nkb) : nkb;
-  bp->nslices = bp->deterministic ? bp->nsplit : 1;
-  snprintf(what, what_len, "%s, grid %lld, %lld dq slice%s; portable %s, %s, %s", plan->name,
-           (long long)(bp->nsplit * bh), (long long)bp->nslices, bp->nslices == 1 ? "" : "s",
-           k->pre->name, k->dq->name, k->dkv->name);
-  GP__TRY(launch_one(func, k->pre, qtiles * bh, 0, stream, bp));
-  GP__TRY(gp__attn_bwd_sm80_launch(stream, bp, plan, bp->nsplit * bh));
-  GP__TRY(launch_one(func, k->dq, qtiles * bh, 0, stream, bp));
-  if (bp->ws_dk) GP__TRY(launch_one(func, k->dkv, ktiles * p->batch * p->heads_kv, 0, stream, bp));
-  return GP_SUCCESS;
-}
-
-static const gp__attn_bwd_kernels_t g_bwd_kernels = {
-    GP_KERNEL_REF(gp__attention_bwd_pre), GP_KERNEL_REF(gp__attention_bwd_main),
-    GP_KERNEL_REF(gp__attention_bwd_dq), GP_KERNEL_REF(gp__attention_bwd_dkv)};
 
 /* kernels: NULL for the backend's choice, else a build of the portable kernels to run. */
 static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *desc,
@@ -524,41 +403,31 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   bp.rows_q = w.rows_q, bp.rows_k = w.rows_k, bp.nslices = w.nslices;
   bp.deterministic = d.deterministic != 0;
 
-  char what[512] = "", why[128] = "", mwhy[128] = "";
-  gp_status_t st;
-  gp__attn_sm80_plan_t plan;
-  gp__attn_mfma_plan_t mplan;
-  if (kernels == NULL && gp__attn_bwd_sm80_choose(&bp, &plan, why, sizeof(why))) {
-    st = launch_bwd_sm80(stream, &bp, &plan, &g_bwd_kernels, what, sizeof(what));
-  } else if (kernels == NULL && gp__attn_bwd_mfma_choose(&bp, &mplan, mwhy, sizeof(mwhy))) {
-    st = gp__attn_bwd_mfma_launch(stream, &bp, &mplan);
-    snprintf(what, sizeof(what), "%s", mplan.name);
-  } else {
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-    (void)s; /* gp_launch resolves and checks the stream itself */
-    st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
-#else
-    const char *e = getenv(GP__ATTN_ENV);
-    if (kernels != NULL || kernels_mode(e)) {
-      st = launch_bwd_portable(stream, &bp, kernels ? kernels : &g_bwd_kernels, what, sizeof(what));
-    } else {
-      if (e != NULL && *e != '\0' && strcmp(e, "host") != 0)
-        GP__WARN(GP__SUB_ATTN, "%s=%s is not 'portable', 'sm80', 'mfma' or 'host': using the "
-                 "host implementation", GP__ATTN_ENV, e);
-      st = gp__cpu_attention_bwd(s, &bp, what, sizeof(what));
-    }
-#endif
-    append_why(what, sizeof(what), why, mwhy);
+  (void)s; /* checked here for every family; each launch resolves it again */
+  gp__dispatch_t dsp;
+  char declined[512];
+  GP__TRY(gp__dispatch_begin(&dsp, GP__OP_ATTN_BWD, func, declined, sizeof declined));
+  gp__attn_plan_t plan;
+  const gp__attn_bwd_impl_t *impl;
+  if (kernels != NULL) { /* a given build of the portable kernels */
+    char why[192] = "";
+    if (!gp__attn_bwd_portable_plan(&bp, kernels, &plan, why, sizeof why))
+      return ATTN_ERR(GP_ERROR_NOT_SUPPORTED, "%s", why);
+    gp__dispatch_chose(&dsp, plan.kernel_name);
+    impl = &gp__attn_bwd_impl_portable;
+  } else if ((impl = gp__attn_bwd_choose(&dsp, &bp, &plan)) == NULL) {
+    return gp__dispatch_none(&dsp, func);
   }
+  const gp_status_t st = impl->launch(stream, &bp, &plan);
   GP__INFO(GP__SUB_ATTN,
            "attention bwd %s: batch %lld, seqlen_q %lld, seqlen_k %lld, heads %lld/%lld, "
            "head_dim %lld/%lld, scale %g, causal %d, window (%lld, %lld), varlen %d, "
-           "deterministic %d, workspace %zu B -> %s%s",
+           "deterministic %d, workspace %zu B -> %s%s%s%s",
            dtype_str(d.dtype), (long long)d.batch, (long long)d.seqlen_q, (long long)d.seqlen_k,
            (long long)d.heads_q, (long long)d.heads_kv, (long long)d.head_dim,
            (long long)d.head_dim_v, (double)bp.f.scale, d.causal != 0, (long long)d.window_left,
-           (long long)d.window_right, bp.f.cu_q != NULL, bp.deterministic, w.bytes, what,
-           st == GP_SUCCESS ? "" : " (failed)");
+           (long long)d.window_right, bp.f.cu_q != NULL, bp.deterministic, w.bytes, plan.name,
+           declined[0] ? "; declined: " : "", declined, st == GP_SUCCESS ? "" : " (failed)");
   return st;
 }
 

@@ -1,7 +1,8 @@
 /*
  * attention_impl.h - what src/attention.c hands to the attention implementations
- * (kernels/cpu/attention_fwd_cpu.c and the portable kernel kernels/portable/attention_fwd_portable.cu): the
- * checked parameters of one call with every default resolved, and the mask rule.
+ * (the kernel families' kernels and host code, kernels/<family>/): the checked parameters
+ * of one call with every default resolved, and the mask rule. The tables that choose an
+ * implementation are src/dispatch.h's.
  *
  * Included from C and from dialect sources (C++ on every target), so it holds only
  * plain data and GP_HOST_DEVICE inline functions. Nothing here is public.
@@ -56,14 +57,6 @@ static inline GP_HOST_DEVICE void gp__attn_key_range(int64_t i, int64_t sq, int6
   *lo = a;
   *hi = b;
 }
-
-/* Environment switch of the CPU backend: GP_CPU_ATTENTION=portable runs the portable
- * dialect kernel on the SIMT executor instead of the tiled host implementation;
- * GP_CPU_ATTENTION=sm80 runs the sm_80 kernels (kernels/sm80/) there, their mma.sync, ldmatrix
- * and cp.async emulated, with the portable kernel where they do not apply (as on a GPU);
- * GP_CPU_ATTENTION=mfma runs the AMD MFMA kernels (kernels/mfma/) there at wave64, each MFMA
- * emulated, with the portable kernel where they do not apply (as the hip backend). */
-#define GP__ATTN_ENV "GP_CPU_ATTENTION"
 
 /* Geometry of the portable kernel (kernels/portable/attention_fwd_portable.cu), shared with its launch:
  * GP__ATTN_KWARPS warps of GP_WARP_SIZE threads, GP__ATTN_KQ query rows per block, and
@@ -204,58 +197,6 @@ gp_status_t gp__attention_bwd_kernels(gp_stream_t stream, const gp_attention_des
                                       const void *d_o, void *dq, void *dk, void *dv,
                                       void *workspace, size_t workspace_bytes,
                                       const gp__attn_bwd_kernels_t *kernels);
-
-/* The sm_80 kernels (kernels/sm80/attention_fwd_sm80.cu, kernels/sm80/attention_bwd_sm80.cu;
- * kernels/sm80/attention_sm80_host.c). */
-typedef struct gp__attn_sm80_plan {
-  gp_kernel_t kernel;
-  int bwd, bf16, dim_index;
-  unsigned blocks, threads; /* backward: blocks are set at launch, with the split */
-  size_t smem;     /* dynamic shared memory, bytes */
-  char name[192];  /* the kernel and its configuration, for the log line */
-} gp__attn_sm80_plan_t;
-/* The one place that decides whether an sm_80 kernel runs p (cuda: a device of compute
- * capability 8.0 or above; cpu: GP_CPU_ATTENTION=sm80; hip: never) and which one. False
- * when they do not apply; when they are enabled but p does not fit them, why receives
- * the reason (for the log line). */
-bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
-                          size_t why_len);
-/* Launches the chosen forward kernel on the caller's (unresolved) stream. */
-gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
-                                 const gp__attn_sm80_plan_t *plan);
-/* The same choice for the backward's main kernel (the portable preprocess and
- * postprocess kernels run around it; its key blocks are GP__SM80_BWD_BN keys). */
-bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
-                              char *why, size_t why_len);
-/* Launches it with blocks = nsplit * batch * heads_q blocks (bp->nsplit set). */
-gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
-                                     const gp__attn_sm80_plan_t *plan, int64_t blocks);
-
-/* The AMD MFMA kernels (kernels/mfma/attention_fwd_mfma.cu, kernels/mfma/attention_bwd_mfma.cu;
- * kernels/mfma/attention_mfma_host.c). The backward runs two kernels in stream order: dq (and delta
- * into ws_d), then dk and dv; neither uses atomics or the dq accumulator. */
-typedef struct gp__attn_mfma_plan {
-  gp_kernel_t kernel;     /* forward; backward: the dq kernel */
-  gp_kernel_t kernel_dkv; /* backward: the dk/dv kernel; NULL for the forward */
-  int bwd;
-  unsigned blocks, blocks_dkv, threads;
-  size_t smem, smem_dkv;  /* dynamic LDS, bytes */
-  char name[256];         /* the kernels and their configuration, for the log line */
-} gp__attn_mfma_plan_t;
-/* The one place that decides whether the MFMA kernels run p (hip: always where they fit;
- * cpu: GP_CPU_ATTENTION=mfma; cuda: never) and which one. False when they do not apply;
- * when they are enabled but p does not fit them, why receives the reason. */
-bool gp__attn_mfma_choose(const gp__attn_params_t *p, gp__attn_mfma_plan_t *plan, char *why,
-                          size_t why_len);
-/* Launches the chosen forward kernel on the caller's (unresolved) stream. */
-gp_status_t gp__attn_mfma_launch(gp_stream_t stream, const gp__attn_params_t *p,
-                                 const gp__attn_mfma_plan_t *plan);
-/* The same choice for the backward (f16/bf16, head_dim == head_dim_v in 32, 64, 128). */
-bool gp__attn_bwd_mfma_choose(const gp__attn_bwd_params_t *bp, gp__attn_mfma_plan_t *plan,
-                              char *why, size_t why_len);
-/* Launches the dq kernel, then the dk/dv kernel, on the caller's (unresolved) stream. */
-gp_status_t gp__attn_bwd_mfma_launch(gp_stream_t stream, const gp__attn_bwd_params_t *bp,
-                                     const gp__attn_mfma_plan_t *plan);
 
 #ifdef __cplusplus
 }

@@ -1,78 +1,25 @@
 /*
  * gemm.c - gp_gemm, gp_gemm_strided_batched and gp_gemm_ex: argument checks (once, for
  * every backend), the reduction of a row-major call to the canonical column-major
- * problem (kernels/common/gemm_params.h), the INFO log line, and the dispatch:
- *   cpu backend:  OpenBLAS (kernels/cpu/gemm_cpu.c), or with GP_CPU_GEMM=portable the
- *                 dialect kernel on the SIMT executor, or with GP_CPU_GEMM=sm80 the sm_80 kernels (kernels/sm80/)
- *                 on the executor with their matrix instructions emulated,
- *                 or with GP_CPU_GEMM=mfma the AMD MFMA kernels (kernels/mfma/) there at wave64;
- *   cuda:         the sm_80 kernels (kernels/sm80/gemm_sm80.cu, chosen by kernels/sm80/gemm_sm80_host.c) on
- *                 devices of compute capability 8.0 and above, else the portable kernel;
- *   hip:          the MFMA kernels (kernels/mfma/gemm_mfma.cu, chosen by kernels/mfma/gemm_mfma_host.c).
- * The portable dialect kernel (kernels/portable/gemm_portable.cu) runs through gp_launch where neither
- * kind of matrix-core kernel is chosen.
- *
- * GP_CPU_GEMM (cpu backend, read once): unset or "openblas" - OpenBLAS, the direct
- * cblas_sgemm for f32 and f32 tiles converted in scratch otherwise; "packed" - always
- * the tiled conversion path; "portable" - the dialect kernel on the executor, so the
- * kernel the GPUs run is tested on machines without one; "sm80" - the sm_80 (kernels/sm80/)
- * kernels on the executor, mma.sync, ldmatrix and cp.async emulated; "mfma" - the MFMA kernels (kernels/mfma/)
- * on the executor at wave64, each MFMA emulated (both slow: for tests).
- * Tests switch it in-process with gp__gemm_set_cpu_mode().
+ * problem (kernels/common/gemm_params.h), the walk over the GEMM table
+ * (src/gemm_table.c: which kernel family runs the problem on each backend, and why the
+ * others did not) and the INFO log line naming the kernel chosen.
  *
  * GP_COMPUTE_TF32 allows, never requires, TF32 rounding (cuBLAS's
- * CUBLAS_COMPUTE_32F_FAST_TF32): the sm_80 path then runs f32 inputs on tf32 mma.sync
- * (gp__gemm_sm80_tf32); every other path computes exact f32 products.
+ * CUBLAS_COMPUTE_32F_FAST_TF32): the sm_80 family then runs f32 inputs on tf32 mma.sync
+ * (gp__gemm_sm80_tf32); every other family computes exact f32 products.
  *
  * BLAS rules (reference BLAS sgemm, cblas_sgemm): m == 0, n == 0 (or batch == 0) is a
  * no-op; k == 0 or alpha == 0 scales C by beta without reading A or B; beta == 0 means
  * C is not read. The checks follow CBLAS's order of leading-dimension minima.
  */
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
-#include "gemm.h"
+#include "dispatch.h"
 #include "internal.h"
-
-/* ---- CPU mode (GP_CPU_GEMM; kept here so tests of every backend link) ---------- */
-
-static atomic_int g_mode_override = -1;
-static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
-static gp__gemm_cpu_mode_t g_env_mode = GP__GEMM_CPU_DEFAULT;
-
-static void read_env_mode(void) {
-  const char *e = getenv("GP_CPU_GEMM");
-  if (e == NULL || *e == '\0' || strcmp(e, "openblas") == 0 || strcmp(e, "default") == 0)
-    g_env_mode = GP__GEMM_CPU_DEFAULT;
-  else if (strcmp(e, "portable") == 0)
-    g_env_mode = GP__GEMM_CPU_PORTABLE;
-  else if (strcmp(e, "packed") == 0)
-    g_env_mode = GP__GEMM_CPU_PACKED;
-  else if (strcmp(e, "sm80") == 0)
-    g_env_mode = GP__GEMM_CPU_SM80;
-  else if (strcmp(e, "mfma") == 0)
-    g_env_mode = GP__GEMM_CPU_MFMA;
-  else if (strcmp(e, "sm90a") == 0)
-    g_env_mode = GP__GEMM_CPU_SM90A;
-  else
-    GP__WARN(GP__SUB_GEMM, "GP_CPU_GEMM=%s is not one of openblas, packed, portable, sm80, sm90a, mfma: using openblas", e);
-}
-
-gp__gemm_cpu_mode_t gp__gemm_cpu_mode(void) {
-  int o = atomic_load_explicit(&g_mode_override, memory_order_relaxed);
-  if (o >= 0) return (gp__gemm_cpu_mode_t)o;
-  pthread_once(&g_env_once, read_env_mode);
-  return g_env_mode;
-}
-
-void gp__gemm_set_cpu_mode(int mode) {
-  atomic_store_explicit(&g_mode_override, mode > (int)GP__GEMM_CPU_SM90A ? -1 : mode,
-                        memory_order_relaxed);
-}
 
 /* ---- names for messages and the log line ------------------------------------------ */
 
@@ -215,7 +162,20 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     return gp__error(GP_ERROR_INVALID_VALUE, func, "argument 'bias' is NULL with epilogue %s",
                      epilogue_name(d->epilogue));
 
-  /* Address arithmetic of every operand touched must fit. */
+  /* Each operand aligned to its elements (src/api.h, gp__api_check_aligned): what a
+   * kernel family needs beyond that (16-byte rows for cp.async or TMA) its supports()
+   * asks for, declining otherwise. */
+  if (!empty) {
+    const char *ab = gp_dtype_name(d->a_type);
+    const size_t abytes = gp_dtype_size(d->a_type);
+    if (d->k > 0) GP__TRY(gp__api_check_aligned(func, "argument 'a'", d->a, abytes, ab));
+    if (d->k > 0) GP__TRY(gp__api_check_aligned(func, "argument 'b'", d->b, abytes, ab));
+    GP__TRY(gp__api_check_aligned(func, "argument 'c'", d->c, gp_dtype_size(d->c_type), gp_dtype_name(d->c_type)));
+    if (has_bias)
+      GP__TRY(gp__api_check_aligned(func, "argument 'bias'", d->bias, gp_dtype_size(d->bias_type),
+                                    gp_dtype_name(d->bias_type)));
+  }
+
   /* Address arithmetic of every operand touched must fit, and the operands must lie
    * inside their allocations where gpuport knows them. */
   if (!empty) {
@@ -238,8 +198,10 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     if (has_bias) GP__TRY(gp__api_check_range(func, "bias", d->bias, (size_t)d->n * gp_dtype_size(d->bias_type)));
   }
 
+  /* The stream is checked here, for every family (gp_launch would check it too). */
   gp_stream_t resolved = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &resolved));
+  (void)resolved;
 
   if (empty) {
     GP__INFO(GP__SUB_GEMM, "%s: m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64
@@ -281,44 +243,25 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     p.bias_along_m = 0;
   }
 
-  const char *kernel;
-  gp__gemm_sm80_plan_t plan;
-  gp__gemm_sm90_plan_t plan90;
-  gp__gemm_mfma_plan_t mplan;
-  const bool sm90 = gp__gemm_sm90_choose(&p, &plan90);
-  const bool sm80 = !sm90 && gp__gemm_sm80_choose(&p, &plan);
-  const bool mfma = !sm90 && !sm80 && gp__gemm_mfma_choose(&p, &mplan);
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-  kernel = sm90 ? plan90.name : sm80 ? plan.name : mfma ? mplan.name : gp__gemm_portable_kernel_name;
-#else
-  gp__gemm_cpu_mode_t mode = gp__gemm_cpu_mode();
-  kernel = sm90 ? plan90.name
-         : sm80 ? plan.name
-         : mfma ? mplan.name
-         : mode == GP__GEMM_CPU_PORTABLE ? gp__gemm_portable_kernel_name
-                                         : gp__gemm_cpu_kernel_name(&p, mode);
-#endif
+  gp__dispatch_t dsp;
+  char declined[512];
+  GP__TRY(gp__dispatch_begin(&dsp, GP__OP_GEMM, func, declined, sizeof declined));
+  gp__gemm_plan_t plan;
+  const gp__gemm_impl_t *impl = gp__gemm_choose(&dsp, &p, &plan);
+  if (impl == NULL) return gp__dispatch_none(&dsp, func);
+  const gp_status_t st = impl->launch(stream, &p, &plan);
   GP__INFO(GP__SUB_GEMM,
            "%s: %s-major %s%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64
            " lda=%" PRId64 " ldb=%" PRId64 " ldc=%" PRId64 " strides=%" PRId64 ",%" PRId64 ",%" PRId64
-           " %s*%s->%s alpha=%g beta=%g compute=%s epilogue=%s%s%s kernel=%s",
+           " %s*%s->%s alpha=%g beta=%g compute=%s epilogue=%s%s%s kernel=%s%s%s%s",
            func, layout_name(d->layout), op_name(d->transa), op_name(d->transb), d->m, d->n, d->k,
            d->batch, d->lda, d->ldb, d->ldc, d->stride_a, d->stride_b, d->stride_c,
            gp_dtype_name(d->a_type), gp_dtype_name(d->b_type), gp_dtype_name(d->c_type),
            (double)d->alpha, (double)d->beta, d->compute == GP_COMPUTE_TF32 ? "tf32" : "f32",
            epilogue_name(d->epilogue), has_bias ? " bias_type=" : "",
-           has_bias ? gp_dtype_name(d->bias_type) : "", kernel);
-
-  if (sm90) return gp__gemm_sm90_launch(stream, &p, &plan90);
-  if (sm80) return gp__gemm_sm80_launch(stream, &p, &plan);
-  if (mfma) return gp__gemm_mfma_launch(stream, &p, &mplan);
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_HIP)
-  (void)resolved;
-  return gp__gemm_launch_portable(stream, &p);
-#else
-  if (mode == GP__GEMM_CPU_PORTABLE) return gp__gemm_launch_portable(stream, &p);
-  return gp__gemm_cpu_enqueue(resolved, &p, mode, &kernel);
-#endif
+           has_bias ? gp_dtype_name(d->bias_type) : "", plan.name, declined[0] ? "; declined: " : "",
+           declined, st == GP_SUCCESS ? "" : " (failed)");
+  return st;
 }
 
 /* ---- public entry points ----------------------------------------------------------- */

@@ -29,15 +29,20 @@
 
 #include "attention_impl.h"
 #include "check_util.h"
+#include "dispatch.h"
+#include "dispatch_hook.h"
 #include "ref.h"
 #include "ref_attention.h"
 
 #if defined(GP_BUILD_CPU)
-GP_KERNEL_DECLARE(gp__attention_fwd_tiled_w64);
+GP_KERNEL_DECLARE(gp__attention_fwd_portable_w64);
 #endif
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4, M_SM90A = 5 };
 static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma", "sm90a"};
+/* The CPU mode (GP_CPU_ATTENTION) each test mode sets; warp64 runs a given kernel build. */
+static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80, GP__CPU_MFMA,
+                               GP__CPU_SM90A};
 
 static uint64_t g_seed;
 
@@ -61,6 +66,7 @@ typedef struct acase {
   const int32_t *lens_q;    /* varlen: per-sequence lengths (batch of them), else NULL */
   const int32_t *lens_k;
   int own_stream;           /* a created stream with asynchronous copies */
+  int shift;                /* q, k, v one element past a 16-byte boundary (not L_QKV) */
 } acase_t;
 
 static const int32_t vq1[] = {17, 64, 1}, vk1[] = {40, 5, 33};
@@ -70,38 +76,51 @@ static const int32_t vq3[] = {9, 1, 30, 16}, vk3[] = {12, 31, 2, 16};
 #define NOWIN -1, -1
 static const acase_t cases[] = {
     /* name                        dtype    b  sq   sk  hq hkv  d    dv c  window   layout    lse scale port */
-    {"f32 d64 113x203",            GP_F32,  2, 113, 203, 4, 4, 64,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d64 113x203 gqa causal", GP_F16,  2, 113, 203, 4, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 1},
-    {"bf16 d128 128x217 mqa causal", GP_BF16, 1, 128, 217, 4, 1, 128, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d32 64x33 causal sq>sk", GP_F16,  2, 64,  33,  2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d96 1x1",                GP_F32,  3, 1,   1,   2, 2, 96,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d256 64x97 window",      GP_F16,  1, 64,  97,  2, 1, 256, 0, 0, 16, 8,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d40 113x203 causal+win", GP_BF16, 2, 113, 203, 2, 2, 40, 0, 1, 32, -1,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d72 128x217 right win",  GP_F32,  1, 128, 217, 3, 1, 72,  0, 0, -1, 4,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d96/48 128x217",         GP_F16,  1, 128, 217, 2, 2, 96,  48, 0, NOWIN,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d256 1x1 diag",         GP_BF16, 2, 1,   1,   2, 1, 256, 0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d256 64x33 scale",       GP_F32,  1, 64,  33,  2, 2, 256, 0, 0, NOWIN,   L_DEFAULT, 1, 0.3f, 1, NULL, NULL, 0},
-    {"f16 d64 113x203 diag band",  GP_F16,  1, 113, 203, 2, 2, 64,  0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f32 d32 64x33 band sq>sk",   GP_F32,  1, 64,  33,  2, 2, 32,  0, 0, 3, 2,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d64 33x96 causal sq<sk", GP_BF16, 2, 33, 96,  2, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d64 varlen causal",      GP_F16,  3, 64,  40,  2, 1, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, vq1, vk1, 0},
-    {"bf16 d128 varlen gqa window", GP_BF16, 2, 50, 100, 4, 2, 128, 0, 0, 8, 8,    L_DEFAULT, 1, 0, 1, vq2, vk2, 1},
-    {"f32 d72 varlen",             GP_F32,  4, 30,  31,  2, 2, 72,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, vq3, vk3, 0},
-    {"f16 d64 qkv-packed causal",  GP_F16,  2, 96,  96,  4, 2, 64,  0, 1, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 0},
-    {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1},
-    {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0},
-    {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0},
-    {"bf16 d96 100x150 gqa causal", GP_BF16, 2, 100, 150, 4, 2, 96, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d96 70x70 window",       GP_F16,  1, 70,  70,  2, 2, 96,  0, 0, 20, 5,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0},
-    {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0},
-    {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0},
+    {"f32 d64 113x203",            GP_F32,  2, 113, 203, 4, 4, 64,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d64 113x203 gqa causal", GP_F16,  2, 113, 203, 4, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 1, 0},
+    {"bf16 d128 128x217 mqa causal", GP_BF16, 1, 128, 217, 4, 1, 128, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d32 64x33 causal sq>sk", GP_F16,  2, 64,  33,  2, 1, 32,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d96 1x1",                GP_F32,  3, 1,   1,   2, 2, 96,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d256 64x97 window",      GP_F16,  1, 64,  97,  2, 1, 256, 0, 0, 16, 8,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d40 113x203 causal+win", GP_BF16, 2, 113, 203, 2, 2, 40, 0, 1, 32, -1,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d72 128x217 right win",  GP_F32,  1, 128, 217, 3, 1, 72,  0, 0, -1, 4,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d96/48 128x217",         GP_F16,  1, 128, 217, 2, 2, 96,  48, 0, NOWIN,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d256 1x1 diag",         GP_BF16, 2, 1,   1,   2, 1, 256, 0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d256 64x33 scale",       GP_F32,  1, 64,  33,  2, 2, 256, 0, 0, NOWIN,   L_DEFAULT, 1, 0.3f, 1, NULL, NULL, 0, 0},
+    {"f16 d64 113x203 diag band",  GP_F16,  1, 113, 203, 2, 2, 64,  0, 0, 0, 0,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f32 d32 64x33 band sq>sk",   GP_F32,  1, 64,  33,  2, 2, 32,  0, 0, 3, 2,    L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d64 33x96 causal sq<sk", GP_BF16, 2, 33, 96,  2, 2, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d64 varlen causal",      GP_F16,  3, 64,  40,  2, 1, 64,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, vq1, vk1, 0, 0},
+    {"bf16 d128 varlen gqa window", GP_BF16, 2, 50, 100, 4, 2, 128, 0, 0, 8, 8,    L_DEFAULT, 1, 0, 1, vq2, vk2, 1, 0},
+    {"f32 d72 varlen",             GP_F32,  4, 30,  31,  2, 2, 72,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 1, vq3, vk3, 0, 0},
+    {"f16 d64 qkv-packed causal",  GP_F16,  2, 96,  96,  4, 2, 64,  0, 1, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d128 qkv-packed",       GP_BF16, 1, 70,  70,  2, 1, 128, 0, 0, NOWIN,   L_QKV,     1, 0, 1, NULL, NULL, 1, 0},
+    {"f32 d32 bhsd layout",        GP_F32,  2, 33,  77,  2, 2, 32,  0, 0, NOWIN,   L_BHSD,    1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d40 bhsd causal no lse", GP_F16,  1, 50,  20,  3, 1, 40,  0, 1, NOWIN,   L_BHSD,    0, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d96 100x150 gqa causal", GP_BF16, 2, 100, 150, 4, 2, 96, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d96 70x70 window",       GP_F16,  1, 70,  70,  2, 2, 96,  0, 0, 20, 5,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d128 130x70 causal sq>sk", GP_F16, 1, 130, 70, 2, 1, 128, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d32 150x300 gqa window", GP_BF16, 1, 150, 300, 4, 2, 32, 0, 0, 40, 30,  L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
+    {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0, 0},
+    {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0, 0},
+    /* q, k and v one element off every 16-byte boundary: no cp.async or TMA family takes
+     * them (each declines, never a misaligned access); MFMA loads elements */
+    {"f16 d64 40x50 causal shifted", GP_F16, 1, 40, 50, 2, 1, 64, 0, 1, NOWIN,     L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 1},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 /* ---- helpers ------------------------------------------------------------------------ */
+
+/* A device copy of host's bytes starting shift bytes into a fresh allocation, whose
+ * base goes to *base (for gp_free). */
+static void *dev_upload_at(const void *host, size_t bytes, size_t shift, void **base) {
+  char *p = NULL;
+  ck_assert_int_eq(gp_malloc((void **)&p, bytes + shift), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(p + shift, host, bytes), GP_SUCCESS);
+  *base = p;
+  return p + shift;
+}
 
 static void *dev_upload(const void *host, size_t bytes, gp_stream_t s, int async) {
   void *p = NULL;
@@ -122,13 +141,56 @@ static int64_t at(const strides_t *t, int64_t b, int64_t s, int64_t h, int64_t c
   return b * t->bs + s * t->ss + h * t->hs + c;
 }
 
-static void run_case(const acase_t *c, int mode) {
+/* Every row of a tensor at x (strides in 2-byte elements) starts 16-byte aligned. */
+static int rows16(const void *x, const strides_t *t, int varlen) {
+  return ((uintptr_t)x & 15u) == 0 && t->ss % 8 == 0 && t->hs % 8 == 0 && (varlen || t->bs % 8 == 0);
+}
+
+/* K or V (strides t) is one TMA map of the sm_90a kernel: 16-byte rows and a batch stride
+ * of seqlen_k rows (or varlen) or of heads_kv heads; *kind says which. */
+static int tma_kv(const void *x, const strides_t *t, const acase_t *c, int varlen, int *kind) {
+  if (((uintptr_t)x & 15u) || t->ss % 8 || t->hs % 8 || t->ss <= 0) return 0;
+  *kind = varlen || t->bs == c->sk * t->ss ? 0 : t->bs == c->hkv * t->hs && t->hs > 0 ? 1 : -1;
+  return *kind >= 0;
+}
+
+/* The kernel the cpu backend must choose for the case in mode, from the rules each
+ * family documents (src/attention_table.c, kernels/<family>/attention_<family>_host.c). */
+static const char *expected_kernel(const acase_t *c, int mode, const gp_attention_desc_t *d, const strides_t *tq,
+                                   const strides_t *tk, const strides_t *tv, char *buf, size_t len) {
+  const int64_t dv = c->dv ? c->dv : c->d;
+  const int varlen = c->lens_q != NULL, half = c->dtype != GP_F32 && dv == c->d;
+  const char *tn = c->dtype == GP_BF16 ? "bf16" : "f16";
+  if (mode == M_DEFAULT) return "cpu-attention-fwd";
+  if (mode == M_SM90A) {
+    int kk = -1, kv = -1;
+    if (half && (c->d == 64 || c->d == 128) && rows16(d->q, tq, varlen) && tma_kv(d->k, tk, c, varlen, &kk) &&
+        tma_kv(d->v, tv, c, varlen, &kv) && kk == kv) {
+      snprintf(buf, len, "gp__attention_fwd_sm90a_%s_d%lld", tn, (long long)c->d);
+      return buf;
+    }
+    mode = M_SM80; /* what sm_90a declines, sm_80 takes where it can */
+  }
+  if (mode == M_SM80 && half && (c->d == 32 || c->d == 64 || c->d == 96 || c->d == 128 || c->d == 256) &&
+      rows16(d->q, tq, varlen) && rows16(d->k, tk, varlen) && rows16(d->v, tv, varlen)) {
+    snprintf(buf, len, "gp__attention_fwd_sm80_%s_d%lld", tn, (long long)c->d);
+    return buf;
+  }
+  if (mode == M_MFMA && half && (c->d == 32 || c->d == 64 || c->d == 128)) {
+    snprintf(buf, len, "gp__attention_fwd_mfma_%s_d%lld", tn, (long long)c->d);
+    return buf;
+  }
+  return "gp__attention_fwd_portable";
+}
+
+/* Runs case c in mode; id picks its inputs' seed. */
+static void run_one(const acase_t *c, int mode, uint64_t id) {
   const char *mname = mode_names[mode];
   const size_t es = gp_dtype_size(c->dtype);
   const int64_t dv = c->dv ? c->dv : c->d;
   const int varlen = c->lens_q != NULL;
   gp_ref_rng_t rng;
-  gp_ref_rng_seed(&rng, g_seed ^ (uint64_t)(c - cases) * 0x9e3779b97f4a7c15ull);
+  gp_ref_rng_seed(&rng, g_seed ^ id * 0x9e3779b97f4a7c15ull);
 
   /* varlen prefix sums */
   int32_t cu_q[8] = {0}, cu_k[8] = {0};
@@ -195,9 +257,15 @@ static void run_case(const acase_t *c, int mode) {
     gp_ref_fill(hq_, c->dtype, nq, &rng, -1.0, 1.0);
     gp_ref_fill(hk, c->dtype, nk, &rng, -1.0, 1.0);
     gp_ref_fill(hv, c->dtype, nv, &rng, -1.0, 1.0);
-    desc.q = dq = dev_upload(hq_, nq * es, s, c->own_stream);
-    desc.k = dk = dev_upload(hk, nk * es, s, c->own_stream);
-    desc.v = dvv = dev_upload(hv, nv * es, s, c->own_stream);
+    if (c->shift) {
+      desc.q = dev_upload_at(hq_, nq * es, es, &dq);
+      desc.k = dev_upload_at(hk, nk * es, es, &dk);
+      desc.v = dev_upload_at(hv, nv * es, es, &dvv);
+    } else {
+      desc.q = dq = dev_upload(hq_, nq * es, s, c->own_stream);
+      desc.k = dk = dev_upload(hk, nk * es, s, c->own_stream);
+      desc.v = dvv = dev_upload(hv, nv * es, s, c->own_stream);
+    }
   }
   /* Poisoned outputs. */
   size_t nlse = (size_t)(varlen ? c->hq * rows_q : c->batch * c->hq * c->sq);
@@ -236,25 +304,24 @@ static void run_case(const acase_t *c, int mode) {
     desc.o_batch_stride = to.bs, desc.o_seq_stride = to.ss, desc.o_head_stride = to.hs;
   }
 
-  if (mode == M_PORTABLE)
-    setenv("GP_CPU_ATTENTION", "portable", 1);
-  else if (mode == M_SM80)
-    setenv("GP_CPU_ATTENTION", "sm80", 1);
-  else if (mode == M_MFMA)
-    setenv("GP_CPU_ATTENTION", "mfma", 1);
-  else if (mode == M_SM90A)
-    setenv("GP_CPU_ATTENTION", "sm90a", 1);
-  else
-    unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, mode_cpu[mode]);
   gp_status_t st;
+  gp__last_kernel_reset();
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64)
-    st = gp__attention_fwd_kernel(s, &desc, GP_KERNEL_REF(gp__attention_fwd_tiled_w64));
+    st = gp__attention_fwd_kernel(s, &desc, GP_KERNEL_REF(gp__attention_fwd_portable_w64));
   else
 #endif
     st = gp_attention_fwd(s, &desc);
   ck_assert_msg(st == GP_SUCCESS, "%s: gp_attention_fwd: %s: %s", c->name, gp_status_name(st),
                 gp_last_error_message());
+  if (gp_backend() == GP_BACKEND_CPU) { /* the kernel that ran is the one the rules name */
+    char want_buf[64];
+    const char *want = expected_kernel(c, mode, &desc, &tq, &tk, &tv, want_buf, sizeof want_buf);
+    const char *got = gp__last_kernel(GP__OP_ATTN_FWD);
+    ck_assert_msg(got && strcmp(got, want) == 0, "%s (%s): kernel %s, expected %s", c->name, mname,
+                  got ? got : "(none)", want);
+  }
   if (c->own_stream) {
     ck_assert_int_eq(gp_memcpy_async(ho, dout, no * es, s), GP_SUCCESS);
     if (dlse) ck_assert_int_eq(gp_memcpy_async(hlse, dlse, nlse * sizeof(float), s), GP_SUCCESS);
@@ -330,6 +397,8 @@ static void run_case(const acase_t *c, int mode) {
   if (s) gp_stream_destroy(s);
 }
 
+static void run_case(const acase_t *c, int mode) { run_one(c, mode, (uint64_t)(c - cases)); }
+
 START_TEST(test_host) { run_case(&cases[_i], M_DEFAULT); }
 END_TEST
 
@@ -391,8 +460,19 @@ START_TEST(test_mfma) {
 END_TEST
 
 #if defined(GP_BUILD_CPU)
-/* The choice itself (kernels/mfma/attention_mfma_host.c): what the MFMA kernels take (any alignment),
- * what they leave to the portable kernel, and the reason the INFO line gives. */
+/* Whether the family of forward table entry name may run in CPU mode mode. */
+static bool enabled_in(int mode, const char *name, gp__family_t f) {
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, mode);
+  gp__dispatch_t d;
+  char declined[64], why[128] = "";
+  ck_assert_int_eq(gp__dispatch_begin(&d, GP__OP_ATTN_FWD, "test", declined, sizeof declined), GP_SUCCESS);
+  const bool ok = gp__dispatch_eligible(&d, name, f, why, sizeof why);
+  ck_assert_msg(ok || strstr(why, "GP_CPU_ATTENTION=") != NULL, "%s", why);
+  return ok;
+}
+
+/* The MFMA entry (kernels/mfma/attention_mfma_host.c): what it takes (any alignment), what
+ * it leaves to the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_mfma_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__attn_params_t p;
@@ -406,34 +486,34 @@ START_TEST(test_mfma_choice) {
   p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * (2 * 128 + 3);
   p.dtype = GP_BF16;
   p.window_left = p.window_right = -1;
-  gp__attn_mfma_plan_t plan;
-  char why[128] = "";
-  setenv("GP_CPU_ATTENTION", "sm80", 1);
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
-  setenv("GP_CPU_ATTENTION", "mfma", 1);
-  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
-  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_bf16_d128");
+  gp__attn_plan_t plan;
+  char why[192] = "";
+  const gp__attn_fwd_impl_t *mfma = &gp__attn_fwd_impl_mfma;
+  ck_assert(!enabled_in(GP__CPU_SM80, "mfma", GP__FAMILY_MFMA));
+  ck_assert(enabled_in(GP__CPU_MFMA, "mfma", GP__FAMILY_MFMA));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_mfma_bf16_d128");
   ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles x heads x sequences */
   ck_assert_uint_eq(plan.threads, 256);
   ck_assert_uint_eq(plan.smem, 64u * (128u + 128u) * 2u);
   p.head_dim = p.head_dim_v = 32, p.dtype = GP_F16;
-  ck_assert(gp__attn_mfma_choose(&p, &plan, why, sizeof why));
-  ck_assert_str_eq(plan.kernel->name, "gp__attn_mfma_f16_d32");
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_mfma_f16_d32");
   p.head_dim = p.head_dim_v = 96;
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim 96") != NULL, "%s", why);
   p.head_dim = 64, p.head_dim_v = 32;
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
   p.head_dim_v = 64, p.dtype = GP_F32;
-  ck_assert(!gp__attn_mfma_choose(&p, &plan, why, sizeof why));
+  ck_assert(!mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
 }
 END_TEST
 
-/* The choice itself (kernels/sm80/attention_sm80_host.c): what the sm_80 kernels take, what they
- * leave to the portable kernel, and the reason the INFO line gives. */
+/* The sm_80 entry (kernels/sm80/attention_sm80_host.c): what it takes, what it leaves to
+ * the portable kernel, and the reason the INFO line gives. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__attn_params_t p;
@@ -447,35 +527,97 @@ START_TEST(test_sm80_choice) {
   p.q_bs = 200 * 8 * 128, p.k_bs = p.v_bs = 300 * 2 * 128;
   p.dtype = GP_BF16;
   p.window_left = p.window_right = -1;
-  gp__attn_sm80_plan_t plan;
-  char why[128] = "";
-  unsetenv("GP_CPU_ATTENTION");
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
-  setenv("GP_CPU_ATTENTION", "sm80", 1);
-  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  gp__attn_plan_t plan;
+  char why[192] = "";
+  const gp__attn_fwd_impl_t *sm80 = &gp__attn_fwd_impl_sm80;
+  ck_assert(!enabled_in(GP__CPU_HOST, "sm80", GP__FAMILY_SM80));
+  ck_assert(!enabled_in(GP__CPU_PORTABLE, "sm80", GP__FAMILY_SM80));
+  ck_assert(enabled_in(GP__CPU_SM80, "sm80", GP__FAMILY_SM80));
+  ck_assert(enabled_in(GP__CPU_SM90A, "sm80", GP__FAMILY_SM80));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_bf16_d128");
   ck_assert_uint_eq(plan.blocks, 4 * 8 * 2); /* 64-row tiles x heads x sequences */
   ck_assert_uint_eq(plan.smem, 2u * (64u + 128u) * 136u);
   p.head_dim = p.head_dim_v = 64, p.dtype = GP_F16;
-  ck_assert(gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__attention_fwd_sm80_f16_d64");
   ck_assert_uint_eq(plan.blocks, 2 * 8 * 2); /* 128-row tiles */
   p.head_dim = p.head_dim_v = 72;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim 72") != NULL, "%s", why);
   p.head_dim = 64, p.head_dim_v = 32;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "head_dim_v 32") != NULL, "%s", why);
   p.head_dim_v = 64, p.k_ss = 2 * 64 + 4;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
   p.k_ss = 2 * 64, p.dtype = GP_F32;
-  ck_assert(!gp__attn_sm80_choose(&p, &plan, why, sizeof why));
+  ck_assert(!sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
 }
 END_TEST
 #endif
+
+/* ---- every kernel of every family -------------------------------------------------------- */
+
+/* One small case per kernel each family of the cpu backend's forward table has, the mode
+ * choosing the family: sm_90a (f16, bf16 x head_dim 64, 128), sm_80 (x 32, 64, 96, 128,
+ * 256), MFMA (x 32, 64, 128), the portable kernel and the host implementation. run_one
+ * checks each against the reference and the kernel the walk chose against the one the
+ * rules name. `make check-dispatch` runs this test case with each table entry switched
+ * off in turn. */
+START_TEST(test_every_kernel) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  static const struct { int mode; int dims[5]; } fams[] = {
+      {M_SM90A, {64, 128}}, {M_SM80, {32, 64, 96, 128, 256}}, {M_MFMA, {32, 64, 128}}};
+  uint64_t id = 1000;
+  for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
+    for (int t = 0; t < 2; t++)
+      for (int i = 0; i < 5 && fams[f].dims[i]; i++) {
+        acase_t c = {"every kernel", t ? GP_BF16 : GP_F16, 1, 20, 33, 2, 1, fams[f].dims[i], 0, (t + i) & 1,
+                     NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0};
+        run_one(&c, fams[f].mode, id++);
+      }
+  const acase_t c = {"every kernel", GP_F32, 1, 20, 33, 2, 1, 40, 0, 1, NOWIN, L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0};
+  run_one(&c, M_PORTABLE, id++);
+  run_one(&c, M_DEFAULT, id++);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+}
+END_TEST
+
+/* A declining family leaves the last failure's message alone, and so do successful calls
+ * (the API's promise): a failed call, then successful sm90a-mode calls that the sm_90a
+ * kernel takes and declines at the TMA map of k (k's rows not 16-byte aligned). */
+START_TEST(test_message_survives) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  void *buf = NULL;
+  ck_assert_int_eq(gp_malloc(&buf, 1 << 16), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(buf, 0, 1 << 16), GP_SUCCESS);
+  gp_attention_desc_t d;
+  gp_attention_desc_init(&d);
+  d.dtype = GP_F16, d.batch = 1, d.seqlen_q = d.seqlen_k = 16, d.heads_q = d.heads_kv = 1, d.head_dim = 64;
+  d.q = d.k = d.v = buf;
+  d.o = (char *)buf + 32768;
+  d.head_dim = 0;
+  ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_ERROR_INVALID_VALUE);
+  d.head_dim = 64;
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", gp_last_error_message());
+  ck_assert(strstr(msg, "head_dim") != NULL);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_SM90A);
+  for (int v = 0; v < 2; v++) {
+    gp__last_kernel_reset();
+    d.k_seq_stride = v ? 68 : 0; /* 136-byte rows: no TMA map, no 16-byte copies */
+    ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+    ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    ck_assert_pstr_eq(gp__last_kernel(GP__OP_ATTN_FWD), v ? "gp__attention_fwd_portable" : "gp__attention_fwd_sm90a_f16_d64");
+    ck_assert_str_eq(gp_last_error_message(), msg);
+  }
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  gp_free(buf);
+}
+END_TEST
 
 /* ---- argument checks -------------------------------------------------------------------- */
 
@@ -557,6 +699,27 @@ START_TEST(test_errors) {
   valid_desc(&d), d.q_seq_stride = 1000;
   expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->q");
 
+  /* Tensors not aligned to their elements (a GPU faults on such an access): refused,
+   * naming the tensor, before anything reads them (under UBSan the host implementation's
+   * and the portable kernel's loads aborted). */
+  char *b8 = (char *)g_buf;
+  valid_desc(&d), d.q = b8 + 1;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->q (");
+  valid_desc(&d), d.k = b8 + 1;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->k (");
+  valid_desc(&d), d.v = b8 + 3;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->v (");
+  valid_desc(&d), d.o = b8 + 2049;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->o (");
+  valid_desc(&d), d.dtype = GP_F32, d.q = b8 + 2;
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "not aligned to its f32 elements");
+  valid_desc(&d), d.lse = (float *)(b8 + 3002);
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->lse (");
+  valid_desc(&d), d.cu_seqlens_q = (const int32_t *)(b8 + 3001), d.cu_seqlens_k = (const int32_t *)(b8 + 3008);
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->cu_seqlens_q (");
+  valid_desc(&d), d.cu_seqlens_q = (const int32_t *)(b8 + 3008), d.cu_seqlens_k = (const int32_t *)(b8 + 3002);
+  expect_fail(&d, NULL, GP_ERROR_INVALID_VALUE, "desc->cu_seqlens_k (");
+
   /* A destroyed stream. */
   gp_stream_t s;
   ck_assert_int_eq(gp_stream_create(&s), GP_SUCCESS);
@@ -567,7 +730,7 @@ START_TEST(test_errors) {
   /* Varlen offsets are read in stream order: a sequence longer than seqlen_q is an
    * asynchronous error of the host implementation (reported by the next sync). */
   if (gp_backend() == GP_BACKEND_CPU) {
-    unsetenv("GP_CPU_ATTENTION");
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_HOST);
     int32_t cu_host[2] = {0, 9}, *cu = NULL;
     ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_host)), GP_SUCCESS);
     ck_assert_int_eq(gp_memcpy(cu, cu_host, sizeof(cu_host)), GP_SUCCESS);
@@ -580,12 +743,12 @@ START_TEST(test_errors) {
 
     /* The portable kernel traps on such offsets instead of reading past the tensors
      * (under AddressSanitizer the read was a heap-buffer-overflow). */
-    setenv("GP_CPU_ATTENTION", "portable", 1);
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_PORTABLE);
     ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
     st = gp_device_synchronize();
     ck_assert_msg(st == GP_ERROR_LAUNCH_FAILED, "bad cu_seqlens, portable: got %s (%s)",
                   gp_status_name(st), gp_last_error_message());
-    unsetenv("GP_CPU_ATTENTION");
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
     gp_free(cu);
 
     /* Offsets within seqlen_q/seqlen_k whose totals (40 x 4 tokens) run past the packed
@@ -654,6 +817,11 @@ static Suite *attention_suite(void) {
 #if defined(GP_BUILD_CPU)
   tcase_add_test(tc, test_mfma_choice);
 #endif
+  suite_add_tcase(s, tc);
+  tc = tcase_create("dispatch"); /* run by make check-dispatch */
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_every_kernel);
+  tcase_add_test(tc, test_message_survives);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -37,18 +37,22 @@
 
 #include "attention_impl.h"
 #include "check_util.h"
+#include "dispatch.h"
+#include "dispatch_hook.h"
 #include "ref.h"
 #include "ref_attention.h"
 
 #if defined(GP_BUILD_CPU)
-GP_KERNEL_DECLARE(gp__attention_bwd_pre_w64);
-GP_KERNEL_DECLARE(gp__attention_bwd_main_w64);
-GP_KERNEL_DECLARE(gp__attention_bwd_dq_w64);
-GP_KERNEL_DECLARE(gp__attention_bwd_dkv_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_pre_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_main_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dq_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dkv_w64);
 #endif
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
 static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma"};
+/* The CPU mode (GP_CPU_ATTENTION) each test mode sets; warp64 runs given kernel builds. */
+static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80, GP__CPU_MFMA};
 
 static uint64_t g_seed;
 
@@ -211,14 +215,15 @@ typedef struct run {
 
 static const char *const grad_names[] = {"dq", "dk", "dv"};
 
-static void setup(run_t *r, const bcase_t *c) {
+/* id picks the inputs' seed. */
+static void setup(run_t *r, const bcase_t *c, uint64_t id) {
   memset(r, 0, sizeof(*r));
   r->c = c;
   geom_t *g = &r->g;
   geom_init(g, c);
   r->es = gp_dtype_size(c->dtype);
   gp_ref_rng_t rng;
-  gp_ref_rng_seed(&rng, g_seed ^ (uint64_t)(c - cases + 1) * 0x9e3779b97f4a7c15ull);
+  gp_ref_rng_seed(&rng, g_seed ^ id * 0x9e3779b97f4a7c15ull);
   if (c->own_stream) ck_assert_int_eq(gp_stream_create(&r->s), GP_SUCCESS);
 
   r->hin = malloc(g->nin * r->es);
@@ -265,7 +270,7 @@ static void setup(run_t *r, const bcase_t *c) {
   ck_assert_int_eq(gp_malloc(&r->dws, r->ws_bytes), GP_SUCCESS);
 
   /* The forward, once: o and lse for every backward run. */
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_HOST);
   gp_status_t st = gp_attention_fwd(r->s, d);
   ck_assert_msg(st == GP_SUCCESS, "%s: gp_attention_fwd: %s: %s", c->name, gp_status_name(st),
                 gp_last_error_message());
@@ -297,6 +302,33 @@ static void teardown(run_t *r) {
   if (r->s) gp_stream_destroy(r->s);
 }
 
+/* Every row of a tensor at x (strides in 2-byte elements) starts 16-byte aligned. */
+static int rows16(const void *x, const strides_t *t, int varlen) {
+  return ((uintptr_t)x & 15u) == 0 && t->ss % 8 == 0 && t->hs % 8 == 0 && (varlen || t->bs % 8 == 0);
+}
+
+/* The kernel the cpu backend must choose for the backward in mode, from the rules each
+ * family documents (src/attention_table.c, kernels/<family>/attention_<family>_host.c):
+ * the sm_80 main kernel, the MFMA dq kernel, the portable main kernel, the host's. */
+static const char *expected_kernel(const run_t *r, int mode, char *buf, size_t len) {
+  const bcase_t *c = r->c;
+  const geom_t *g = &r->g;
+  const int half = c->dtype != GP_F32 && g->dv == c->d;
+  const char *tn = c->dtype == GP_BF16 ? "bf16" : "f16";
+  if (mode == M_DEFAULT) return "cpu-attention-bwd";
+  if (mode == M_SM80 && half && (c->d == 32 || c->d == 64 || c->d == 96 || c->d == 128 || c->d == 256) &&
+      rows16(r->desc.q, &g->tq, g->varlen) && rows16(r->desc.k, &g->tk, g->varlen) &&
+      rows16(r->desc.v, &g->tv, g->varlen) && rows16(r->ddo, &g->to, g->varlen)) {
+    snprintf(buf, len, "gp__attention_bwd_sm80_%s_d%lld", tn, (long long)c->d);
+    return buf;
+  }
+  if (mode == M_MFMA && half && (c->d == 32 || c->d == 64 || c->d == 128)) {
+    snprintf(buf, len, "gp__attention_bwd_mfma_%s_dq_d%lld", tn, (long long)c->d);
+    return buf;
+  }
+  return "gp__attention_bwd_portable_main";
+}
+
 /* Poisons the gradient buffer and the workspace, runs the backward in mode, reads the
  * gradients back into r->hgrad. */
 static void run_bwd(run_t *r, int mode, int det) {
@@ -311,28 +343,29 @@ static void run_bwd(run_t *r, int mode, int det) {
   ck_assert(need <= r->ws_bytes);
   void *dq = r->dgrad, *dk = (char *)r->dgrad + r->g.k_off * r->es;
   void *dv = (char *)r->dgrad + r->g.v_off * r->es;
-  if (mode == M_PORTABLE)
-    setenv("GP_CPU_ATTENTION", "portable", 1);
-  else if (mode == M_SM80)
-    setenv("GP_CPU_ATTENTION", "sm80", 1);
-  else if (mode == M_MFMA)
-    setenv("GP_CPU_ATTENTION", "mfma", 1);
-  else
-    unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, mode_cpu[mode]);
   gp_status_t st;
+  gp__last_kernel_reset();
 #if defined(GP_BUILD_CPU)
   if (mode == M_W64) {
-    const gp__attn_bwd_kernels_t k = {GP_KERNEL_REF(gp__attention_bwd_pre_w64),
-                                      GP_KERNEL_REF(gp__attention_bwd_main_w64),
-                                      GP_KERNEL_REF(gp__attention_bwd_dq_w64),
-                                      GP_KERNEL_REF(gp__attention_bwd_dkv_w64)};
+    const gp__attn_bwd_kernels_t k = {GP_KERNEL_REF(gp__attention_bwd_portable_pre_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_main_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_dq_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_dkv_w64)};
     st = gp__attention_bwd_kernels(r->s, &d, r->ddo, dq, dk, dv, r->dws, need, &k);
   } else
 #endif
     st = gp_attention_bwd(r->s, &d, r->ddo, dq, dk, dv, r->dws, need);
-  unsetenv("GP_CPU_ATTENTION");
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, -1);
   ck_assert_msg(st == GP_SUCCESS, "%s (%s): gp_attention_bwd: %s: %s", c->name, mode_names[mode],
                 gp_status_name(st), gp_last_error_message());
+  if (gp_backend() == GP_BACKEND_CPU) { /* the kernel that ran is the one the rules name */
+    char want_buf[64];
+    const char *want = expected_kernel(r, mode, want_buf, sizeof want_buf);
+    const char *got = gp__last_kernel(GP__OP_ATTN_BWD);
+    ck_assert_msg(got && strcmp(got, want) == 0, "%s (%s): kernel %s, expected %s", c->name, mode_names[mode],
+                  got ? got : "(none)", want);
+  }
   st = sync_and_read(r->s, c->own_stream, r->hgrad, r->dgrad, r->g.nin * r->es);
   ck_assert_msg(st == GP_SUCCESS, "%s (%s): after the call: %s: %s", c->name, mode_names[mode],
                 gp_status_name(st), gp_last_error_message());
@@ -422,7 +455,7 @@ static int mfma_takes(const bcase_t *c) {
 START_TEST(test_case) {
   const bcase_t *c = &cases[_i];
   run_t r;
-  setup(&r, c);
+  setup(&r, c, (uint64_t)(c - cases + 1));
   const int cpu = gp_backend() == GP_BACKEND_CPU;
   for (int mode = M_DEFAULT; mode <= M_MFMA; mode++) {
     if (mode != M_DEFAULT && (!cpu || !c->portable)) continue;
@@ -435,6 +468,40 @@ START_TEST(test_case) {
     if (cpu && c->portable) check_deterministic(&r, M_PORTABLE);
     if (cpu && c->portable) check_deterministic(&r, M_SM80);
     if (cpu && c->portable && mfma_takes(c)) check_deterministic(&r, M_MFMA);
+  }
+  teardown(&r);
+}
+END_TEST
+
+/* ---- every kernel of every family -------------------------------------------------------- */
+
+/* One small case per kernel each family of the cpu backend's backward table has, the mode
+ * choosing the family: sm_80 (f16, bf16 x head_dim 32, 64, 96, 128, 256), MFMA (x 32, 64,
+ * 128), the portable kernels and the host implementation; each checked against the
+ * reference (check_grads) and for the kernel the walk chose (run_bwd). `make
+ * check-dispatch` runs this test case with each table entry switched off in turn. */
+START_TEST(test_every_kernel) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  static const struct { int mode; int dims[5]; } fams[] = {{M_SM80, {32, 64, 96, 128, 256}},
+                                                           {M_MFMA, {32, 64, 128}}};
+  uint64_t id = 1000;
+  for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
+    for (int t = 0; t < 2; t++)
+      for (int i = 0; i < 5 && fams[f].dims[i]; i++) {
+        const bcase_t c = {"every kernel", t ? GP_BF16 : GP_F16, 1, 20, 33, 2, 1, fams[f].dims[i], 0, (t + i) & 1,
+                           NOWIN, L_DEFAULT, 0, 1, 0, NULL, NULL, 0};
+        run_t r;
+        setup(&r, &c, id++);
+        run_bwd(&r, fams[f].mode, 0);
+        check_grads(&r, mode_names[fams[f].mode]);
+        teardown(&r);
+      }
+  const bcase_t c = {"every kernel", GP_F32, 1, 20, 33, 2, 1, 40, 0, 1, NOWIN, L_DEFAULT, 0, 1, 0, NULL, NULL, 0};
+  run_t r;
+  setup(&r, &c, id++);
+  for (int mode = M_DEFAULT; mode <= M_PORTABLE; mode++) {
+    run_bwd(&r, mode, 0);
+    check_grads(&r, mode_names[mode]);
   }
   teardown(&r);
 }
@@ -604,6 +671,21 @@ START_TEST(test_errors) {
   expect_fail(&d, GRADS, NULL, ws, GP_ERROR_INVALID_VALUE, "workspace");
   expect_fail(&d, GRADS, at(OFF_WS), ws - 1, GP_ERROR_INVALID_VALUE, "workspace_bytes");
   expect_fail(&d, GRADS, at(OFF_WS + 4), ws, GP_ERROR_INVALID_VALUE, "aligned");
+  /* Tensors not aligned to their elements (a GPU faults on such an access): refused,
+   * naming the tensor, before anything reads or writes them. */
+  expect_fail(&d, at(OFF_DO + 1), at(OFF_DQ), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'d_o' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ + 1), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dq' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DK + 3), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dk' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DK), at(OFF_DV + 1), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dv' (");
+  valid_desc(&d), d.q = at(1);
+  expect_fail(&d, GRADS, at(OFF_WS), ws, GP_ERROR_INVALID_VALUE, "desc->q (");
+  valid_desc(&d), d.lse = (float *)at(OFF_LSE + 2);
+  expect_fail(&d, GRADS, at(OFF_WS), ws, GP_ERROR_INVALID_VALUE, "desc->lse (");
+  valid_desc(&d);
   /* Tensors and the workspace running past the end of their allocation. */
   expect_fail(&d, GRADS, at(total - ws + 16), ws, GP_ERROR_INVALID_VALUE, "workspace");
   expect_fail(&d, at(total - 32), at(OFF_DQ), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
@@ -624,7 +706,7 @@ START_TEST(test_errors) {
 
   /* Varlen offsets longer than seqlen_q: an asynchronous error of the host implementation. */
   if (gp_backend() == GP_BACKEND_CPU) {
-    unsetenv("GP_CPU_ATTENTION");
+    gp__cpu_mode_set(GP__OP_ATTN_BWD, GP__CPU_HOST);
     int32_t cu_host[2] = {0, 9}, *cu = NULL;
     ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_host)), GP_SUCCESS);
     ck_assert_int_eq(gp_memcpy(cu, cu_host, sizeof(cu_host)), GP_SUCCESS);
@@ -661,6 +743,10 @@ static Suite *attention_bwd_suite(void) {
   case_runs_without_device(tc); /* the float64 reference against finite differences */
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_reference_fd, 0, (int)(sizeof(fd_cases) / sizeof(fd_cases[0])));
+  suite_add_tcase(s, tc);
+  tc = tcase_create("dispatch"); /* run by make check-dispatch */
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_every_kernel);
   suite_add_tcase(s, tc);
   tc = tcase_create("cases");
   tcase_set_timeout(tc, 120);

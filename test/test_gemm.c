@@ -28,14 +28,16 @@
 
 #include <gpuport.h>
 
+#include "dispatch.h"
+#include "dispatch_hook.h"
 #include "gemm.h"
 #include "check_util.h"
 #include "ref.h"
 #include "ref_gemm.h"
 #ifdef GP_BUILD_CPU
 #include "cpu/exec.h"
-GP_KERNEL_DECLARE(gp__gemm_tiled);
-GP_KERNEL_DECLARE(gp__gemm_tiled_w64);
+GP_KERNEL_DECLARE(gp__gemm_portable);
+GP_KERNEL_DECLARE(gp__gemm_portable_w64);
 #endif
 
 static uint64_t g_seed;
@@ -64,6 +66,7 @@ typedef struct gemm_case {
   bool use_stream;                   /* a created stream instead of the default one */
   bool align8;                       /* leading dimensions and strides multiples of 8 */
   bool tf32;                         /* GP_COMPUTE_TF32 (gp_gemm_ex): inputs may round to tf32 */
+  bool shift_ab;                     /* A and B one element past a 16-byte boundary */
   unsigned id;                       /* distinguishes the seeds of the cases of one test */
 } gemm_case_t;
 
@@ -72,13 +75,13 @@ static const char *dt(gp_dtype_t t) { return gp_dtype_name(t); }
 static void describe(const gemm_case_t *cs, char *buf, size_t len) {
   snprintf(buf, len,
            "%s-major %s%s m=%lld n=%lld k=%lld %s->%s alpha=%g beta=%g pads=%lld,%lld,%lld "
-           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d tf32=%d (GP_TEST_SEED=0x%llx)",
+           "batch=%lld bcast=%d%d epi=%d bias=%s api=%d nan_ab=%d null_ab=%d tf32=%d shift=%d (GP_TEST_SEED=0x%llx)",
            cs->layout == GP_ROW_MAJOR ? "row" : "col", cs->ta == GP_OP_T ? "T" : "N",
            cs->tb == GP_OP_T ? "T" : "N", (long long)cs->m, (long long)cs->n, (long long)cs->k,
            dt(cs->ab), dt(cs->c), (double)cs->alpha, (double)cs->beta, (long long)cs->pad_a,
            (long long)cs->pad_b, (long long)cs->pad_c, (long long)cs->batch, cs->bcast_a,
            cs->bcast_b, (int)cs->epi, dt(cs->bias_type), cs->api, cs->nan_ab, cs->null_ab,
-           cs->tf32, (unsigned long long)g_seed);
+           cs->tf32, cs->shift_ab, (unsigned long long)g_seed);
 }
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
@@ -93,6 +96,16 @@ static int64_t span(int64_t rows, int64_t cols, int64_t ld, bool row_major) {
   return (outer - 1) * ld + inner;
 }
 
+/* A device copy of host's bytes starting shift bytes into a fresh allocation (freed
+ * with gp_free(p - shift)). */
+static void *dev_copy_at(const void *host, size_t bytes, size_t shift) {
+  char *d = NULL;
+  if (bytes == 0) return NULL;
+  ck_assert_int_eq(gp_malloc((void **)&d, bytes + shift), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy(d + shift, host, bytes), GP_SUCCESS);
+  return d + shift;
+}
+
 static void *dev_alloc_copy(const void *host, size_t bytes) {
   void *d = NULL;
   if (bytes == 0) return NULL;
@@ -101,13 +114,64 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
   return d;
 }
 
+static int g_mode = MODE_DEFAULT;      /* the mode set_mode() last set */
+static int64_t g_blas_limit = INT32_MAX; /* the direct cblas_sgemm's extent limit, as set */
+
 static void set_mode(int mode) {
-  gp__gemm_set_cpu_mode(mode == MODE_SM90A      ? GP__GEMM_CPU_SM90A
-                        : mode == MODE_MFMA     ? GP__GEMM_CPU_MFMA
-                        : mode == MODE_SM80     ? GP__GEMM_CPU_SM80
-                        : mode == MODE_PORTABLE ? GP__GEMM_CPU_PORTABLE
-                        : mode == MODE_PACKED   ? GP__GEMM_CPU_PACKED
-                                                : GP__GEMM_CPU_DEFAULT);
+  g_mode = mode;
+  gp__cpu_mode_set(GP__OP_GEMM, mode == MODE_SM90A      ? GP__CPU_SM90A
+                                 : mode == MODE_MFMA     ? GP__CPU_MFMA
+                                 : mode == MODE_SM80     ? GP__CPU_SM80
+                                 : mode == MODE_PORTABLE ? GP__CPU_PORTABLE
+                                 : mode == MODE_PACKED   ? GP__CPU_PACKED
+                                                         : GP__CPU_HOST);
+}
+
+/* An operand of the canonical problem TMA can read (16-byte rows and batch strides). */
+static bool tma_rows(const void *x, int64_t ld, int64_t stride, int64_t batch) {
+  return ((uintptr_t)x & 15u) == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
+}
+
+/* The kernel the cpu backend must choose for the case in the current mode, from the
+ * rules each family documents (src/gemm_table.c and the families' *_host.c), written
+ * into buf; NULL when the call has nothing to run. a, b, lda, ldb, sa, sb as passed. */
+static const char *expected_kernel(const gemm_case_t *cs, const void *a, const void *b, int64_t lda,
+                                   int64_t ldb, int64_t sa, int64_t sb, char *buf, size_t len) {
+  const int64_t batch = cs->batch > 0 ? cs->batch : 1;
+  const bool reads = cs->k > 0 && cs->alpha != 0.0f, bias = cs->epi != GP_EPILOGUE_NONE;
+  if (cs->m == 0 || cs->n == 0) return NULL;
+  if (!reads && cs->beta == 1.0f && !bias) return NULL;
+  /* canonical column-major: a row-major call swaps A and B (and their ops) */
+  const bool row = cs->layout == GP_ROW_MAJOR;
+  const char ca = (row ? cs->tb : cs->ta) == GP_OP_T ? 't' : 'n', cb = (row ? cs->ta : cs->tb) == GP_OP_T ? 't' : 'n';
+  const void *pa = row ? b : a, *pb = row ? a : b;
+  const int64_t la = row ? ldb : lda, lb = row ? lda : ldb, xa = row ? sb : sa, xb = row ? sa : sb;
+  const char *tname = dt(cs->ab);
+  int mode = g_mode;
+  if (mode == MODE_SM90A) {
+    if (cs->ab != GP_F32 && reads && tma_rows(pa, la, xa, batch) && tma_rows(pb, lb, xb, batch)) {
+      snprintf(buf, len, "gp__gemm_sm90a_%s_%c%c", tname, ca, cb);
+      return buf;
+    }
+    mode = MODE_SM80; /* what sm_90a declines, sm_80 takes */
+  }
+  if (mode == MODE_SM80 && cs->ab == GP_F32) return cs->tf32 ? "gp__gemm_sm80_tf32" : "gp__gemm_sm80_f32";
+  if (mode == MODE_SM80) {
+    snprintf(buf, len, "gp__gemm_sm80_%s_%c%c", tname, ca, cb);
+    return buf;
+  }
+  if (mode == MODE_MFMA) {
+    snprintf(buf, len, "gp__gemm_mfma_%s", tname);
+    return buf;
+  }
+  if (mode == MODE_PORTABLE) return "gp__gemm_portable";
+  if (!reads) return "cpu-scale-c";
+  const int64_t m = row ? cs->n : cs->m, n = row ? cs->m : cs->n, lim = g_blas_limit;
+  const int64_t ldc = (row ? cs->n : cs->m) + cs->pad_c;
+  if (mode == MODE_DEFAULT && cs->ab == GP_F32 && cs->c == GP_F32 && m <= lim && n <= lim && cs->k <= lim &&
+      la <= lim && lb <= lim && ldc <= lim)
+    return "openblas-sgemm";
+  return "openblas-sgemm-packed(256x256x256 f32 tiles)";
 }
 
 static void run_case(const gemm_case_t *cs) {
@@ -154,14 +218,16 @@ static void run_case(const gemm_case_t *cs) {
   ck_assert(hbias != NULL);
   if (has_bias) gp_ref_fill(hbias, cs->bias_type, (size_t)cs->n, &rng, -1.0, 1.0);
 
-  void *da = cs->null_ab ? NULL : dev_alloc_copy(ha, na * ea);
-  void *db = cs->null_ab ? NULL : dev_alloc_copy(hb, nb * ea);
+  const size_t shift = cs->shift_ab ? ea : 0;
+  void *da = cs->null_ab ? NULL : dev_copy_at(ha, na * ea, shift);
+  void *db = cs->null_ab ? NULL : dev_copy_at(hb, nb * ea, shift);
   void *dc = dev_alloc_copy(hc, nc * ec);
   void *dbias = has_bias ? dev_alloc_copy(hbias, (size_t)cs->n * eb) : NULL;
   gp_stream_t stream = NULL;
   if (cs->use_stream) ck_assert_int_eq(gp_stream_create(&stream), GP_SUCCESS);
 
   gp_status_t st;
+  gp__last_kernel_reset();
   if (cs->api == API_GEMM) {
     ck_assert(batch == 1 && !has_bias);
     st = gp_gemm(stream, cs->layout, cs->ta, cs->tb, cs->m, cs->n, cs->k, cs->alpha, da, cs->ab,
@@ -185,6 +251,13 @@ static void run_case(const gemm_case_t *cs) {
     st = gp_gemm_ex(stream, &d);
   }
   ck_assert_msg(st == GP_SUCCESS, "%s: %s (%s)", what, gp_status_name(st), gp_last_error_message());
+  if (gp_backend() == GP_BACKEND_CPU) { /* the kernel that ran is the one the rules name */
+    char want_buf[64];
+    const char *want = expected_kernel(cs, da, db, lda, ldb, sa, sb, want_buf, sizeof want_buf);
+    const char *got = gp__last_kernel(GP__OP_GEMM);
+    ck_assert_msg(want ? got && strcmp(got, want) == 0 : got == NULL, "kernel %s, expected %s: %s",
+                  got ? got : "(none)", want ? want : "(none)", what);
+  }
   ck_assert_int_eq(gp_stream_synchronize(stream), GP_SUCCESS);
   if (nc) ck_assert_int_eq(gp_memcpy(hgot, dc, nc * ec), GP_SUCCESS);
 
@@ -227,8 +300,8 @@ static void run_case(const gemm_case_t *cs) {
   ck_assert_msg(nwin < 64 || rel <= tol, "%s: relative norm error %.3g above %.3g", what, rel, tol);
 
   if (stream) ck_assert_int_eq(gp_stream_destroy(stream), GP_SUCCESS);
-  gp_free(da);
-  gp_free(db);
+  if (da) gp_free((char *)da - shift);
+  if (db) gp_free((char *)db - shift);
   gp_free(dc);
   gp_free(dbias);
   free(ha);
@@ -402,6 +475,7 @@ START_TEST(test_sm80_shapes) {
       cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
       cs.m = 203; cs.n = 141; cs.k = 200;
       cs.align8 = v != 3 || t != 1; /* one case of plain loads with the same shape */
+      cs.shift_ab = v == 0 && t == 3; /* and one with A and B off every 16-byte boundary */
       cs.beta = v == 1 ? 0.5f : 0.0f;
       cs.epi = v == 2 ? GP_EPILOGUE_BIAS_GELU_TANH : GP_EPILOGUE_NONE;
       cs.batch = v == 3 ? 2 : 1;
@@ -469,6 +543,18 @@ START_TEST(test_sm90_shapes) {
       cs.id = id++;
       run_case(&cs);
     }
+  /* A and B one element past a 16-byte boundary: no TMA map, so the sm_90a kernels
+   * decline and the sm_80 kernels take them with plain loads (never a misaligned access) */
+  for (int v = 0; v < 2; v++) {
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.ab = v ? GP_BF16 : GP_F16; cs.c = GP_F32;
+    cs.layout = v ? GP_ROW_MAJOR : GP_COL_MAJOR;
+    cs.m = 70; cs.n = 40; cs.k = 72;
+    cs.align8 = true; cs.shift_ab = true;
+    cs.id = id++;
+    run_case(&cs);
+  }
   /* one tile, k below one k-step; and a broadcast B over a batch of 3 */
   for (int v = 0; v < 2; v++) {
     gemm_case_t cs = base_case();
@@ -533,8 +619,19 @@ START_TEST(test_sm90_vs_sm80) {
 END_TEST
 
 #ifdef GP_BUILD_CPU
-/* The sm_90a choice (kernels/sm90a/gemm_sm90a_host.c): mode, alignment, types; the sm_80 kernels take
- * the rest in sm90a mode. */
+/* Whether the family of GEMM table entry name may run in CPU mode mode. */
+static bool enabled_in(int mode, const char *name, gp__family_t f) {
+  gp__cpu_mode_set(GP__OP_GEMM, mode);
+  gp__dispatch_t d;
+  char declined[64], why[128] = "";
+  ck_assert_int_eq(gp__dispatch_begin(&d, GP__OP_GEMM, "test", declined, sizeof declined), GP_SUCCESS);
+  const bool ok = gp__dispatch_eligible(&d, name, f, why, sizeof why);
+  ck_assert_msg(ok || strstr(why, "GP_CPU_GEMM=") != NULL, "%s", why);
+  return ok;
+}
+
+/* The sm_90a entry (kernels/sm90a/gemm_sm90a_host.c): mode, alignment, types; the sm_80
+ * entry takes the rest in sm90a mode. */
 START_TEST(test_sm90_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -542,37 +639,43 @@ START_TEST(test_sm90_choice) {
   p.m = 300; p.n = 260; p.k = 70; p.batch = 1;
   p.a = buf; p.b = buf; p.c = buf; p.lda = 104; p.ldb = 72; p.ldc = 300;
   p.ab_type = GP_BF16; p.c_type = GP_F32; p.trans_a = 1;
-  gp__gemm_sm90_plan_t plan;
-  gp__gemm_sm80_plan_t plan80;
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM90A);
-  ck_assert(gp__gemm_sm90_choose(&p, &plan));
-  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_bf16_tn");
-  ck_assert_uint_eq(plan.grid_x, 3); /* 9 tiles over a persistent grid of 3 on the cpu */
-  ck_assert_uint_eq(plan.threads, 384);
-  ck_assert(strstr(plan.name, "gp__gemm_sm90_bf16_tn (wgmma m64n128k16 + TMA") == plan.name);
+  gp__gemm_plan_t plan, plan80;
+  char why[192];
+  const gp__gemm_impl_t *sm90 = &gp__gemm_impl_sm90a, *sm80 = &gp__gemm_impl_sm80;
+  ck_assert(!enabled_in(GP__CPU_SM80, "sm90a", GP__FAMILY_SM90A));
+  ck_assert(enabled_in(GP__CPU_SM90A, "sm90a", GP__FAMILY_SM90A));
+  ck_assert(enabled_in(GP__CPU_SM90A, "sm80", GP__FAMILY_SM80));
+  ck_assert(sm90->supports(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90a_bf16_tn");
+  ck_assert_str_eq(plan.kernel_name, "gp__gemm_sm90a_bf16_tn");
+  ck_assert_uint_eq(plan.grid.x, 3); /* 9 tiles over a persistent grid of 3 on the cpu */
+  ck_assert_uint_eq(plan.block.x, 384);
+  ck_assert(strstr(plan.name, "gp__gemm_sm90a_bf16_tn (wgmma m64n128k16 + TMA") == plan.name);
   p.lda = 101; /* rows not 16-byte aligned: not for TMA; the sm_80 kernels take it */
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
-  ck_assert(gp__gemm_sm80_choose(&p, &plan80));
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "16-byte") != NULL, "%s", why);
+  ck_assert(sm80->supports(&p, &plan80, why, sizeof why));
   p.lda = 104; p.b = buf + 1;
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
   p.b = buf; p.batch = 3; p.stride_a = 4;
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
   p.stride_a = 0; p.stride_b = 8 * 70 * 260; /* broadcast A, batched B */
-  ck_assert(gp__gemm_sm90_choose(&p, &plan));
+  ck_assert(sm90->supports(&p, &plan, why, sizeof why));
   p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1;
-  ck_assert(gp__gemm_sm90_choose(&p, &plan));
-  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90_f16_nt");
-  p.ab_type = GP_F32;
-  ck_assert(!gp__gemm_sm90_choose(&p, &plan));
-  ck_assert(gp__gemm_sm80_choose(&p, &plan80));
+  ck_assert(sm90->supports(&p, &plan, why, sizeof why));
+  ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm90a_f16_nt");
+  p.k = 0;
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
+  p.k = 70; p.ab_type = GP_F32;
+  ck_assert(!sm90->supports(&p, &plan, why, sizeof why));
+  ck_assert_msg(strstr(why, "f32") != NULL, "%s", why);
+  ck_assert(sm80->supports(&p, &plan80, why, sizeof why));
   ck_assert_str_eq(plan80.kernel->name, "gp__gemm_sm80_f32");
-  gp__gemm_set_cpu_mode(-1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
 }
 END_TEST
 
-/* The choice itself (kernels/sm80/gemm_sm80_host.c), on the cpu backend where the mode decides. */
+/* The sm_80 entry (kernels/sm80/gemm_sm80_host.c); the mode decides where it may run. */
 START_TEST(test_sm80_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -580,39 +683,41 @@ START_TEST(test_sm80_choice) {
   p.m = 100; p.n = 50; p.k = 70; p.batch = 1;
   p.a = buf; p.b = buf; p.c = buf; p.lda = 104; p.ldb = 72; p.ldc = 100;
   p.ab_type = GP_BF16; p.c_type = GP_F32; p.trans_a = 1;
-  gp__gemm_sm80_plan_t plan;
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_DEFAULT);
-  ck_assert(!gp__gemm_sm80_choose(&p, &plan));
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  gp__gemm_plan_t plan;
+  char why[192];
+  const gp__gemm_impl_t *sm80 = &gp__gemm_impl_sm80;
+  ck_assert(!enabled_in(GP__CPU_HOST, "sm80", GP__FAMILY_SM80));
+  ck_assert(!enabled_in(GP__CPU_MFMA, "sm80", GP__FAMILY_SM80));
+  ck_assert(enabled_in(GP__CPU_SM80, "sm80", GP__FAMILY_SM80));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_bf16_tn");
-  ck_assert_int_eq(plan.vec, 1);
-  ck_assert_uint_eq(plan.grid_x, 1);
+  ck_assert_int_eq(plan.variant, 1);
+  ck_assert_uint_eq(plan.grid.x, 1);
   ck_assert(strstr(plan.name, "gp__gemm_sm80_bf16_tn (mma.sync m16n8k16") == plan.name);
   p.lda = 101; /* rows no longer 16-byte aligned */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0);
   p.lda = 104; p.b = buf + 1;
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0);
   p.b = buf; p.batch = 3; p.stride_a = 4; /* a batch stride that is not */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0 && plan.grid_z == 3);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0 && plan.grid.z == 3);
   p.batch = 1; p.ab_type = GP_F16; p.trans_a = 0; p.trans_b = 1; p.m = 300; p.n = 260;
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f16_nt");
-  ck_assert_uint_eq(plan.grid_x, 9); /* 3 x 3 tiles of 128 */
+  ck_assert_uint_eq(plan.grid.x, 9); /* 3 x 3 tiles of 128 */
   ck_assert_uint_eq(plan.smem, 2u * 4u * (32u * 136u + 32u * 136u));
   p.ab_type = GP_F32;
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_f32");
-  ck_assert_int_eq(plan.vec, -1);
+  ck_assert_int_eq(plan.variant, -1);
   p.allow_tf32 = 1; /* GP_COMPUTE_TF32: the tf32 mma kernel, 16-byte copies when aligned */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan));
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_sm80_tf32");
-  ck_assert_int_eq(plan.vec, 1);
+  ck_assert_int_eq(plan.variant, 1);
   ck_assert(strstr(plan.name, "(mma.sync m16n8k8 tf32, 128x128x16 tiles, 4-stage") != NULL);
   ck_assert_uint_eq(plan.smem, 4u * 4u * (16u * 136u + 16u * 136u)); /* A [k][m], B [k][n] */
   p.lda = 102; /* 8-byte multiple, not 16: 4-byte copies */
-  ck_assert(gp__gemm_sm80_choose(&p, &plan) && plan.vec == 0);
-  gp__gemm_set_cpu_mode(-1);
+  ck_assert(sm80->supports(&p, &plan, why, sizeof why) && plan.variant == 0);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
 }
 END_TEST
 
@@ -673,6 +778,7 @@ START_TEST(test_mfma_shapes) {
       cs.gap_a = 8; cs.gap_b = 16; cs.gap_c = 4;
       cs.beta = v & 1 ? 0.0f : 0.5f;
       cs.epi = v == 2 ? GP_EPILOGUE_BIAS_RELU : GP_EPILOGUE_NONE;
+      cs.shift_ab = v == 1 && pi == 1; /* element loads: A and B off every 16-byte boundary */
       cs.id = id++;
       run_case(&cs);
     }
@@ -680,7 +786,7 @@ START_TEST(test_mfma_shapes) {
 END_TEST
 
 #ifdef GP_BUILD_CPU
-/* The choice itself (kernels/mfma/gemm_mfma_host.c), on the cpu backend where the mode decides. */
+/* The MFMA entry (kernels/mfma/gemm_mfma_host.c); the mode decides where it may run. */
 START_TEST(test_mfma_choice) {
   static _Alignas(16) uint16_t buf[64];
   gp__gemm_params_t p;
@@ -688,25 +794,28 @@ START_TEST(test_mfma_choice) {
   p.m = 300; p.n = 130; p.k = 70; p.batch = 3;
   p.a = buf; p.b = buf; p.c = buf; p.lda = 300; p.ldb = 72; p.ldc = 300;
   p.ab_type = GP_BF16; p.c_type = GP_F32;
-  gp__gemm_mfma_plan_t plan;
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_SM80);
-  ck_assert(!gp__gemm_mfma_choose(&p, &plan));
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_MFMA);
-  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  gp__gemm_plan_t plan;
+  char why[192];
+  const gp__gemm_impl_t *mfma = &gp__gemm_impl_mfma;
+  ck_assert(!enabled_in(GP__CPU_SM80, "mfma", GP__FAMILY_MFMA));
+  ck_assert(enabled_in(GP__CPU_MFMA, "mfma", GP__FAMILY_MFMA));
+  ck_assert(enabled_in(GP__CPU_MFMA, "portable", GP__FAMILY_PORTABLE));
+  ck_assert(!enabled_in(GP__CPU_MFMA, "host", GP__FAMILY_HOST));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_bf16");
-  ck_assert_uint_eq(plan.grid_x, 3); /* 300 rows: 3 tiles of 128 */
-  ck_assert_uint_eq(plan.grid_y, 2);
-  ck_assert_uint_eq(plan.grid_z, 3);
-  ck_assert_uint_eq(plan.threads, 256);
+  ck_assert_uint_eq(plan.grid.x, 3); /* 300 rows: 3 tiles of 128 */
+  ck_assert_uint_eq(plan.grid.y, 2);
+  ck_assert_uint_eq(plan.grid.z, 3);
+  ck_assert_uint_eq(plan.block.x, 256);
   ck_assert(strstr(plan.name, "gp__gemm_mfma_bf16 (v_mfma_f32_32x32x8bf16_1k") == plan.name);
   p.ab_type = GP_F16; p.trans_a = 1; p.lda = 71; /* any layout and alignment: same kernel */
-  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f16");
   p.ab_type = GP_F32; p.batch = 70000; /* the kernel loops over the batch beyond 65535 */
-  ck_assert(gp__gemm_mfma_choose(&p, &plan));
+  ck_assert(mfma->supports(&p, &plan, why, sizeof why));
   ck_assert_str_eq(plan.kernel->name, "gp__gemm_mfma_f32");
-  ck_assert_uint_eq(plan.grid_z, 65535);
-  gp__gemm_set_cpu_mode(-1);
+  ck_assert_uint_eq(plan.grid.z, 65535);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
 }
 END_TEST
 
@@ -738,6 +847,141 @@ START_TEST(test_mfma_log_line) {
 END_TEST
 #endif
 
+/* ---- every kernel of every family ------------------------------------------------------- */
+
+/* One small case per kernel each family of the cpu backend's GEMM table has, the mode
+ * choosing the family: the sm_90a and sm_80 mma kernels for each input type and
+ * canonical transpose pair (column-major calls: the canonical problem is the call), the
+ * sm_80 f32 and tf32 kernels, the MFMA kernel of each input type, the portable kernel, and
+ * the host's direct, packed and scale-only paths. run_case checks each against the
+ * reference and the kernel the walk chose against the one the rules name. `make
+ * check-dispatch` runs this test case with each table entry switched off in turn. */
+START_TEST(test_every_kernel) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  unsigned id = 1000;
+  const gp_dtype_t half[2] = {GP_F16, GP_BF16};
+  const int mma_modes[2] = {MODE_SM90A, MODE_SM80};
+  for (int mi = 0; mi < 2; mi++)
+    for (int h = 0; h < 2; h++)
+      for (int v = 0; v < 4; v++) {
+        set_mode(mma_modes[mi]);
+        gemm_case_t cs = base_case();
+        cs.api = API_EX;
+        cs.layout = GP_COL_MAJOR;
+        cs.ab = half[h]; cs.c = v & 1 ? GP_F32 : half[h];
+        cs.ta = v & 1 ? GP_OP_T : GP_OP_N; cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+        cs.m = 20; cs.n = 24; cs.k = 40;
+        cs.align8 = true;
+        cs.id = id++;
+        run_case(&cs);
+      }
+  for (int tf32 = 0; tf32 < 2; tf32++) { /* sm_80: f32 on FFMA, and on tf32 mma.sync */
+    set_mode(MODE_SM80);
+    gemm_case_t cs = base_case();
+    cs.api = API_EX; cs.tf32 = tf32 != 0; cs.align8 = true; cs.id = id++;
+    run_case(&cs);
+  }
+  for (size_t t = 0; t < 3; t++) { /* MFMA: each input type */
+    set_mode(MODE_MFMA);
+    gemm_case_t cs = base_case();
+    cs.ab = cs.c = t == 0 ? GP_F32 : half[t - 1];
+    cs.id = id++;
+    run_case(&cs);
+  }
+  const int host_modes[4] = {MODE_PORTABLE, MODE_DEFAULT, MODE_DEFAULT, MODE_PACKED};
+  for (int v = 0; v < 4; v++) { /* portable; host direct (f32), scale-only (k = 0), packed */
+    set_mode(host_modes[v]);
+    gemm_case_t cs = base_case();
+    cs.ab = cs.c = v == 0 ? GP_BF16 : GP_F32;
+    if (v == 2) { cs.k = 0; cs.null_ab = true; }
+    cs.id = id++;
+    run_case(&cs);
+  }
+  set_mode(MODE_DEFAULT);
+}
+END_TEST
+
+/* A declining family leaves the last failure's message alone, and so do successful calls
+ * (the API's promise): a failed call, then successful sm90a-mode calls that the sm_90a
+ * kernels take and decline (their TMA maps encoded or refused on the way). */
+START_TEST(test_message_survives) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  void *a = NULL, *c = NULL;
+  ck_assert_int_eq(gp_malloc(&a, 64 * 64 * 2), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc(&c, 64 * 64 * 4), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(a, 0, 64 * 64 * 2), GP_SUCCESS);
+  ck_assert_int_eq(gp_gemm(NULL, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, -1, 4, 4, 1, a, GP_F16, 4, a, GP_F16, 4, 0, c,
+                           GP_F32, 4),
+                   GP_ERROR_INVALID_VALUE);
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", gp_last_error_message());
+  ck_assert(strstr(msg, "'m'") != NULL);
+  set_mode(MODE_SM90A);
+  for (int v = 0; v < 3; v++) { /* taken by sm_90a; lda not a multiple of 8; f32 */
+    gp__last_kernel_reset();
+    const int64_t ld = v == 1 ? 60 : 64;
+    const gp_dtype_t t = v == 2 ? GP_F32 : GP_F16;
+    ck_assert_int_eq(gp_gemm(NULL, GP_COL_MAJOR, GP_OP_N, GP_OP_N, 32, 32, 32, 1, a, t, ld, a, t, ld, 0, c, GP_F32, 32),
+                     GP_SUCCESS);
+    ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    ck_assert_pstr_eq(gp__last_kernel(GP__OP_GEMM), v == 0 ? "gp__gemm_sm90a_f16_nn"
+                                                   : v == 1 ? "gp__gemm_sm80_f16_nn"
+                                                            : "gp__gemm_sm80_f32");
+    ck_assert_str_eq(gp_last_error_message(), msg);
+  }
+  set_mode(MODE_DEFAULT);
+  gp_free(a);
+  gp_free(c);
+}
+END_TEST
+
+/* The CPU modes are read once, in one vocabulary for both variables: GP_CPU_GEMM's
+ * "openblas" is host's alias, GP_CPU_ATTENTION has no "packed" (a warning naming the
+ * valid values, then host), the test override returns to the environment with -1. A
+ * forked child reads the environment afresh (without fork it was read already). */
+START_TEST(test_cpu_modes) {
+  const char *fork_env = getenv("CK_FORK");
+  if (gp_backend() != GP_BACKEND_CPU || (fork_env && strcmp(fork_env, "no") == 0)) return;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gp_test_modes_%d.log", (int)getpid());
+  setenv("GP_DEBUG_FILE", path, 1);
+  setenv("GP_CPU_GEMM", "openblas", 1);
+  setenv("GP_CPU_ATTENTION", "packed", 1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_GEMM), GP__CPU_HOST);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_FWD), GP__CPU_HOST);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_BWD), GP__CPU_HOST);
+  setenv("GP_CPU_GEMM", "mfma", 1); /* read once: no effect now */
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_GEMM), GP__CPU_HOST);
+  gp__cpu_mode_set(GP__OP_GEMM, GP__CPU_PACKED);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_GEMM), GP__CPU_PACKED);
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, GP__CPU_PACKED); /* attention has no packed mode */
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_FWD), GP__CPU_HOST);
+  gp__cpu_mode_set(GP__OP_ATTN_BWD, GP__CPU_SM90A); /* forward and backward share it */
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_FWD), GP__CPU_SM90A);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
+  ck_assert_int_eq(gp__cpu_mode(GP__OP_ATTN_BWD), GP__CPU_HOST);
+  ck_assert_str_eq(gp__cpu_mode_name(GP__CPU_SM80), "sm80");
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no log file %s", path);
+  char line[1024];
+  int warned = 0, gemm_warned = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "GP_CPU_ATTENTION=packed is not one of host, portable, sm80, sm90a, mfma: using host"))
+      warned++;
+    if (strstr(line, "GP_CPU_GEMM=")) gemm_warned++;
+  }
+  fclose(f);
+  unlink(path);
+  ck_assert_int_eq(warned, 1);
+  ck_assert_int_eq(gemm_warned, 0);
+  unsetenv("GP_CPU_GEMM");
+  unsetenv("GP_CPU_ATTENTION");
+}
+END_TEST
+
 /* ---- cpu-only paths ------------------------------------------------------------------- */
 
 /* Larger shapes: the direct cblas_sgemm (f32) and, for the packed path, several
@@ -754,18 +998,20 @@ START_TEST(test_larger) {
     cs.pad_a = 4;
     cs.beta = v == 1 ? 0.0f : 0.5f;
     cs.id = id++;
-    gp__gemm_set_cpu_mode(v == 0 ? GP__GEMM_CPU_DEFAULT : GP__GEMM_CPU_PACKED);
+    set_mode(v == 0 ? MODE_DEFAULT : MODE_PACKED);
     run_case(&cs);
   }
 #ifdef GP_BUILD_CPU
   /* Extents beyond the BLAS integer limit are split, not truncated: lower the limit so
    * small sizes take that path. */
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_DEFAULT);
+  set_mode(MODE_DEFAULT);
   gp__gemm_cpu_set_blas_limit(40);
+  g_blas_limit = 40;
   gemm_case_t cs = base_case();
   cs.m = 70; cs.n = 50; cs.k = 300; cs.pad_a = 2; cs.id = id++;
   run_case(&cs);
   gp__gemm_cpu_set_blas_limit(0);
+  g_blas_limit = INT32_MAX;
 #endif
 }
 END_TEST
@@ -888,6 +1134,22 @@ START_TEST(test_errors) {
   /* Operands past the end of their allocation (gpuport knows its own allocations). */
   EXPECT_FAIL(gp_gemm(NULL, R, N, N, 64, 64, 64, 1, a, GP_F32, 65, b, GP_F32, 64, 0, c, GP_F32, 64),
               GP_ERROR_INVALID_VALUE, "'a'");
+  /* Operands not aligned to their elements (a GPU faults on such an access): refused,
+   * naming the operand, before anything reads them (under UBSan the loads aborted). */
+  const char *a8 = (const char *)a, *b8 = (const char *)b;
+  char *c8 = (char *)c;
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a8 + 1, GP_F16, 4, b, GP_F16, 4, 0, c, GP_F16, 4),
+              GP_ERROR_INVALID_VALUE, "'a' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a8 + 2, GP_F32, 4, b, GP_F32, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "not aligned to its f32 elements");
+  EXPECT_FAIL(gp_gemm(NULL, C, T, N, 4, 4, 4, 1, a, GP_BF16, 4, b8 + 3, GP_BF16, 4, 0, c, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'b' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F16, 4, b, GP_F16, 4, 0, c8 + 1, GP_F16, 4),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 0, 1, NULL, GP_F32, 4, NULL, GP_F32, 4, 2, c8 + 2, GP_F32, 4),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  e = d; e.epilogue = GP_EPILOGUE_BIAS; e.bias = a8 + 2; e.bias_type = GP_F32;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &e), GP_ERROR_INVALID_VALUE, "'bias' (");
   /* Address arithmetic that overflows. */
   EXPECT_FAIL(gp_gemm(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, INT64_MAX / 2, b, GP_F32, 4, 0, c, GP_F32, 4),
               GP_ERROR_INVALID_VALUE, "extent of A");
@@ -949,8 +1211,8 @@ END_TEST
 static void width64_setup(void) { setenv("GP_CPU_WARP_SIZE", "64", 1); }
 
 START_TEST(test_width64_build_runs) {
-  ck_assert_int_eq(GP_KERNEL_REF(gp__gemm_tiled_w64)->warp_size, 64);
-  ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_tiled)), GP_KERNEL_REF(gp__gemm_tiled_w64));
+  ck_assert_int_eq(GP_KERNEL_REF(gp__gemm_portable_w64)->warp_size, 64);
+  ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_portable)), GP_KERNEL_REF(gp__gemm_portable_w64));
 }
 END_TEST
 #endif
@@ -995,7 +1257,13 @@ static Suite *gemm_suite(void) {
   suite_add_tcase(s, tmf);
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
+  tcase_add_test(te, test_cpu_modes);
   suite_add_tcase(s, te);
+  TCase *td = tcase_create("dispatch"); /* run by make check-dispatch */
+  tcase_set_timeout(td, 120);
+  tcase_add_test(td, test_every_kernel);
+  tcase_add_test(td, test_message_survives);
+  suite_add_tcase(s, td);
 #ifdef GP_BUILD_CPU
   /* Fork mode only: each test is a fresh process that reads GP_CPU_WARP_SIZE. */
   if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {

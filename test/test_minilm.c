@@ -29,7 +29,7 @@
 
 #include <gpuport.h>
 
-#include "gemm.h"
+#include "dispatch.h"
 #include "minilm.h"
 #include "check_util.h"
 #include "ref.h"
@@ -761,13 +761,13 @@ START_TEST(model_portable_kernels) {
   if (gp_backend() != GP_BACKEND_CPU || light_run()) return;
   ref_set_t r;
   ref_load(&r);
-  gp__gemm_set_cpu_mode(GP__GEMM_CPU_PORTABLE);
-  setenv("GP_CPU_ATTENTION", "portable", 1);
+  gp__cpu_mode_set(GP__OP_GEMM, GP__CPU_PORTABLE);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_PORTABLE);
   run_result_t a;
   run_cfg_t c = {"bf16 portable GEMM+attention", GP_BF16, 1, 0, 1, 2}; /* "", "Hello world!" */
   run_model(&r, &c, &a);
-  unsetenv("GP_CPU_ATTENTION");
-  gp__gemm_set_cpu_mode(-1);
+  gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+  gp__cpu_mode_set(GP__OP_GEMM, -1);
   free(a.e);
   ref_free(&r);
 }

@@ -85,7 +85,9 @@ static inline void gp_attention_desc_init(gp_attention_desc_t *d) {
  * @param[in] desc the call; see ::gp_attention_desc_t for shapes and masks.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL desc or tensor, sizes < 1 or
  *         inconsistent, heads_q not a multiple of heads_kv, head_dim outside 1..256, only
- *         one of cu_seqlens_q / cu_seqlens_k set, window below -1);
+ *         one of cu_seqlens_q / cu_seqlens_k set, window below -1, a tensor whose
+ *         address is not a multiple of its element size: q, k, v, o of the dtype's, lse
+ *         and cu_seqlens of 4 bytes);
  *         ::GP_ERROR_NOT_SUPPORTED (dtype); ::GP_ERROR_INVALID_HANDLE (stream).
  */
 GP_API gp_status_t gp_attention_fwd(gp_stream_t stream, const gp_attention_desc_t *desc);
@@ -151,8 +153,9 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  *                bytes, 16-byte aligned.
  * @param[in] workspace_bytes its size.
  * @return GP_SUCCESS; GP_ERROR_INVALID_VALUE (what gp_attention_fwd() rejects, desc->lse
- *         NULL, a NULL gradient or workspace, a workspace smaller than needed or not 16-byte
- *         aligned, a tensor or the workspace running past the end of its allocation);
+ *         NULL, a NULL gradient or workspace, a gradient or d_o not aligned to its
+ *         elements, a workspace smaller than needed or not 16-byte aligned, a tensor or
+ *         the workspace running past the end of its allocation);
  *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). With varlen,
  *         cu_seqlens whose sequences exceed seqlen_q / seqlen_k are read in stream order:
  *         the CPU backend's host implementation reports them asynchronously

@@ -121,7 +121,9 @@ static inline void gp_gemm_desc_init(gp_gemm_desc_t *d) {
  * @param[in] c_type element type of C.
  * @param[in] ldc leading dimension of C in elements.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (negative sizes, leading dimension below
- *         its minimum, NULL matrix with a non-empty product, bad layout or op);
+ *         its minimum, NULL matrix with a non-empty product, bad layout or op, a matrix
+ *         whose address is not a multiple of its element size: a GPU faults on such
+ *         loads, CUDA C++ Programming Guide, "Device Memory Accesses");
  *         ::GP_ERROR_NOT_SUPPORTED (type combination); ::GP_ERROR_INVALID_HANDLE (stream).
  */
 GP_API gp_status_t gp_gemm(gp_stream_t stream, gp_layout_t layout, gp_op_t transa, gp_op_t transb,
@@ -171,7 +173,8 @@ GP_API gp_status_t gp_gemm_strided_batched(gp_stream_t stream, gp_layout_t layou
  * @param[in] stream the stream.
  * @param[in] desc initialised with gp_gemm_desc_init().
  * @return as gp_gemm_strided_batched(), plus ::GP_ERROR_INVALID_VALUE (NULL desc,
- *         struct_size too small, bias missing for a bias epilogue, bad bias_type),
+ *         struct_size too small, bias missing for a bias epilogue, bad bias_type, bias not
+ *         aligned to its elements),
  *         ::GP_ERROR_NOT_SUPPORTED (TF32 with 16-bit inputs).
  */
 GP_API gp_status_t gp_gemm_ex(gp_stream_t stream, const gp_gemm_desc_t *desc);

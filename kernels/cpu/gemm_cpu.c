@@ -56,10 +56,9 @@ static bool direct_applies(const gp__gemm_params_t *p) {
          p->k <= lim && p->lda <= lim && p->ldb <= lim && p->ldc <= lim;
 }
 
-const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_mode_t mode) {
-  if (mode == GP__GEMM_CPU_PORTABLE) return gp__gemm_portable_kernel_name;
+const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, bool packed) {
   if (p->k == 0) return "cpu-scale-c";
-  if (mode == GP__GEMM_CPU_DEFAULT && direct_applies(p)) return "openblas-sgemm";
+  if (!packed && direct_applies(p)) return "openblas-sgemm";
   return "openblas-sgemm-packed(256x256x256 f32 tiles)";
 }
 
@@ -225,12 +224,10 @@ static gp_status_t gemm_job_run(void *user) {
   return job->direct ? run_direct(&job->p) : run_packed(&job->p);
 }
 
-gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p,
-                                 gp__gemm_cpu_mode_t mode, const char **kernel_name) {
+gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p, bool packed) {
   gemm_job_t *job = (gemm_job_t *)malloc(sizeof(*job));
   if (job == NULL) return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "cannot allocate a GEMM job");
   job->p = *p;
-  job->direct = mode == GP__GEMM_CPU_DEFAULT && p->k > 0 && direct_applies(p);
-  if (kernel_name) *kernel_name = gp__gemm_cpu_kernel_name(p, mode);
+  job->direct = !packed && p->k > 0 && direct_applies(p);
   return gp__be_enqueue_host_work(stream, gemm_job_run, job, true);
 }

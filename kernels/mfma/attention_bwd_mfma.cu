@@ -14,7 +14,7 @@
  * With P = exp(scale Q K^T - lse) (lse from the forward), delta = rowsum(dO o O):
  *   dV = P^T dO,  dP = dO V^T,  dS = P o (dP - delta),  dQ = scale dS K,  dK = scale dS^T Q.
  *
- * Kernel 1, gp__attn_bwd_dq_*: the forward's decomposition (128 query rows per block, 32
+ * Kernel 1, gp__attention_bwd_mfma_*_dq_*: the forward's decomposition (128 query rows per block, 32
  * per wavefront, a lane's registers belong to one query l % 32); per tile of 32 keys:
  *   S^T = K Q^T     X = K rows (LDS), Y = Q^T (registers)           (as the forward)
  *   dP^T = V dO^T   X = V rows (LDS), Y = dO^T (registers)
@@ -23,7 +23,7 @@
  *                   registers rounded to the input type (their layout is the Y operand's)
  * It also computes delta (each lane: its query, half of the columns, one exchange with
  * lane l ^ 32) and stores it in the workspace for kernel 2, which runs after it.
- * Kernel 2, gp__attn_bwd_dkv_*: 128 key rows per block (one key/value head), 32 per
+ * Kernel 2, gp__attention_bwd_mfma_*_dkv_*: 128 key rows per block (one key/value head), 32 per
  * wavefront, a lane's registers belong to one key; for each query head of the GQA group
  * and each tile of 32 queries that sees a key of the block:
  *   S = Q K^T       X = Q rows (LDS), Y = K^T (registers): lane l, register r holds the
@@ -370,14 +370,14 @@ AF_INLINE void ab_dkv(const gp__attn_bwd_params_t *pp, int D, int kind) {
 }
 
 #define AB_KERNELS(D, kind, tname)                                                           \
-  GP_KERNEL void __launch_bounds__(256) gp__attn_bwd_dq_##tname##_d##D(gp__attn_bwd_params_t p) { \
+  GP_KERNEL void __launch_bounds__(256) gp__attention_bwd_mfma_##tname##_dq_d##D(gp__attn_bwd_params_t p) { \
     ab_dq(&p, D, kind);                                                                      \
   }                                                                                          \
-  GP_KERNEL_EXPORT(gp__attn_bwd_dq_##tname##_d##D)                                           \
-  GP_KERNEL void __launch_bounds__(256) gp__attn_bwd_dkv_##tname##_d##D(gp__attn_bwd_params_t p) { \
+  GP_KERNEL_EXPORT(gp__attention_bwd_mfma_##tname##_dq_d##D)                                           \
+  GP_KERNEL void __launch_bounds__(256) gp__attention_bwd_mfma_##tname##_dkv_d##D(gp__attn_bwd_params_t p) { \
     ab_dkv(&p, D, kind);                                                                     \
   }                                                                                          \
-  GP_KERNEL_EXPORT(gp__attn_bwd_dkv_##tname##_d##D)
+  GP_KERNEL_EXPORT(gp__attention_bwd_mfma_##tname##_dkv_d##D)
 AB_KERNELS(32, AF_BF16, bf16)
 AB_KERNELS(64, AF_BF16, bf16)
 AB_KERNELS(128, AF_BF16, bf16)

@@ -256,9 +256,9 @@ AF_INLINE void af_attention(const gp__attn_params_t *pp, int D, int kind) {
 #define AF_KERNEL(name, D, kind)                                                            \
   GP_KERNEL void __launch_bounds__(256) name(gp__attn_params_t p) { af_attention(&p, D, kind); } \
   GP_KERNEL_EXPORT(name)
-AF_KERNEL(gp__attn_mfma_bf16_d32, 32, AF_BF16)
-AF_KERNEL(gp__attn_mfma_bf16_d64, 64, AF_BF16)
-AF_KERNEL(gp__attn_mfma_bf16_d128, 128, AF_BF16)
-AF_KERNEL(gp__attn_mfma_f16_d32, 32, AF_F16)
-AF_KERNEL(gp__attn_mfma_f16_d64, 64, AF_F16)
-AF_KERNEL(gp__attn_mfma_f16_d128, 128, AF_F16)
+AF_KERNEL(gp__attention_fwd_mfma_bf16_d32, 32, AF_BF16)
+AF_KERNEL(gp__attention_fwd_mfma_bf16_d64, 64, AF_BF16)
+AF_KERNEL(gp__attention_fwd_mfma_bf16_d128, 128, AF_BF16)
+AF_KERNEL(gp__attention_fwd_mfma_f16_d32, 32, AF_F16)
+AF_KERNEL(gp__attention_fwd_mfma_f16_d64, 64, AF_F16)
+AF_KERNEL(gp__attention_fwd_mfma_f16_d128, 128, AF_F16)

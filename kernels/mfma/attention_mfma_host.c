@@ -1,14 +1,14 @@
 /*
- * attention_mfma_host.c - whether the AMD MFMA attention kernels (kernels/mfma/attention_fwd_mfma.cu, and
- * the backward's two kernels in kernels/mfma/attention_bwd_mfma.cu) run a checked call, which
- * ones, and their launch. Decided here once for the hip backend (every call they take)
- * and for the cpu backend's emulation mode (GP_CPU_ATTENTION=mfma: the same kernels built
- * for the CPU executor at wave64, each MFMA emulated lane by lane), so the choice CI tests
- * is the one an AMD GPU makes. The kernels take f16 and bf16 with head_dim == head_dim_v
- * in {32, 64, 128}, every mask, GQA/MQA, varlen and lse, at any alignment (16-byte loads
- * where the pointers and strides allow them, element loads otherwise); anything else runs
- * the portable kernels, and the reason goes into the INFO line. The cuda backend has no
- * MFMA kernels.
+ * attention_mfma_host.c - the AMD MFMA attention family's entries of the attention tables
+ * (src/attention_table.c): whether the kernels of kernels/mfma/attention_fwd_mfma.cu (and
+ * the backward's two kernels in kernels/mfma/attention_bwd_mfma.cu) run a checked call,
+ * which ones, and their launch. Built for the backends that run the family: hip (every
+ * call they take) and cpu (GP_CPU_ATTENTION=mfma: the same kernels built for the CPU
+ * executor at wave64, each MFMA emulated lane by lane), so the choice CI tests is the one
+ * an AMD GPU makes. The kernels take f16 and bf16 with head_dim == head_dim_v in {32, 64,
+ * 128}, every mask, GQA/MQA, varlen and lse, at any element-aligned address (16-byte
+ * loads where the pointers and strides allow them, element loads otherwise); anything
+ * else is declined with the reason, and the portable kernels run it.
  *
  * The backward (FlashAttention-2 with dQ in its own kernel) uses no atomics: kernel 1
  * writes dq and delta = rowsum(dO o O) (the workspace's ws_d), kernel 2 then writes dk and
@@ -17,62 +17,48 @@
  * the rest of the workspace gp_attention_bwd_workspace_size() sizes is left unused.
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "api.h"
-#include "attention_impl.h"
-#include "internal.h"
-
-#if defined(GP_BUILD_HIP) || defined(GP_BUILD_CPU)
+#include "dispatch.h"
 #include "kernels/mfma/mfma.h"
 
-GP_KERNEL_DECLARE(gp__attn_mfma_bf16_d32);
-GP_KERNEL_DECLARE(gp__attn_mfma_bf16_d64);
-GP_KERNEL_DECLARE(gp__attn_mfma_bf16_d128);
-GP_KERNEL_DECLARE(gp__attn_mfma_f16_d32);
-GP_KERNEL_DECLARE(gp__attn_mfma_f16_d64);
-GP_KERNEL_DECLARE(gp__attn_mfma_f16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_bf16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_bf16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_bf16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_f16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_f16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dq_f16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_bf16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_bf16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_bf16_d128);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_f16_d32);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_f16_d64);
-GP_KERNEL_DECLARE(gp__attn_bwd_dkv_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_bf16_d32);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_bf16_d128);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_f16_d32);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_fwd_mfma_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dq_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dq_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dq_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dq_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dq_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dq_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d128);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d32);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d64);
+GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d128);
 
 #define N_DIMS 3
 static const int k_dims[N_DIMS] = {32, 64, 128};
 /* [bf16][head_dim index] */
 static const struct gp_kernel_s *const k_fwd[2][N_DIMS] = {
-    {GP_KERNEL_REF(gp__attn_mfma_f16_d32), GP_KERNEL_REF(gp__attn_mfma_f16_d64),
-     GP_KERNEL_REF(gp__attn_mfma_f16_d128)},
-    {GP_KERNEL_REF(gp__attn_mfma_bf16_d32), GP_KERNEL_REF(gp__attn_mfma_bf16_d64),
-     GP_KERNEL_REF(gp__attn_mfma_bf16_d128)}};
+    {GP_KERNEL_REF(gp__attention_fwd_mfma_f16_d32), GP_KERNEL_REF(gp__attention_fwd_mfma_f16_d64),
+     GP_KERNEL_REF(gp__attention_fwd_mfma_f16_d128)},
+    {GP_KERNEL_REF(gp__attention_fwd_mfma_bf16_d32), GP_KERNEL_REF(gp__attention_fwd_mfma_bf16_d64),
+     GP_KERNEL_REF(gp__attention_fwd_mfma_bf16_d128)}};
 static const struct gp_kernel_s *const k_dq[2][N_DIMS] = {
-    {GP_KERNEL_REF(gp__attn_bwd_dq_f16_d32), GP_KERNEL_REF(gp__attn_bwd_dq_f16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dq_f16_d128)},
-    {GP_KERNEL_REF(gp__attn_bwd_dq_bf16_d32), GP_KERNEL_REF(gp__attn_bwd_dq_bf16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dq_bf16_d128)}};
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dq_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dq_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dq_d128)},
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dq_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dq_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dq_d128)}};
 static const struct gp_kernel_s *const k_dkv[2][N_DIMS] = {
-    {GP_KERNEL_REF(gp__attn_bwd_dkv_f16_d32), GP_KERNEL_REF(gp__attn_bwd_dkv_f16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dkv_f16_d128)},
-    {GP_KERNEL_REF(gp__attn_bwd_dkv_bf16_d32), GP_KERNEL_REF(gp__attn_bwd_dkv_bf16_d64),
-     GP_KERNEL_REF(gp__attn_bwd_dkv_bf16_d128)}};
-
-static bool mfma_enabled(void) {
-#if defined(GP_BUILD_HIP)
-  return true;
-#else
-  const char *e = getenv(GP__ATTN_ENV);
-  return e != NULL && strcmp(e, "mfma") == 0;
-#endif
-}
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d128)},
+    {GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d64),
+     GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d128)}};
 
 /* Whether the MFMA kernels take p (why says why not); *di: the head_dim's index. */
 static bool fits(const gp__attn_params_t *p, int *di, char *why, size_t why_len) {
@@ -110,14 +96,13 @@ static bool grid_blocks(int64_t rows, int64_t heads, int64_t batch, unsigned *bl
   return true;
 }
 
-bool gp__attn_mfma_choose(const gp__attn_params_t *p, gp__attn_mfma_plan_t *plan, char *why,
-                          size_t why_len) {
+static bool fwd_supports(const gp__attn_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
   int di;
-  if (!mfma_enabled() || !fits(p, &di, why, why_len)) return false;
+  if (!fits(p, &di, why, why_len)) return false;
   if (!grid_blocks(p->seqlen_q, p->heads_q, p->batch, &plan->blocks, why, why_len)) return false;
   const int d = k_dims[di];
-  plan->bwd = 0;
   plan->kernel = k_fwd[p->dtype == GP_BF16][di];
+  plan->kernel_name = plan->kernel->name;
   plan->kernel_dkv = NULL;
   plan->blocks_dkv = 0;
   plan->threads = GP__AMD_ATTN_THREADS;
@@ -130,17 +115,16 @@ bool gp__attn_mfma_choose(const gp__attn_params_t *p, gp__attn_mfma_plan_t *plan
   return true;
 }
 
-bool gp__attn_bwd_mfma_choose(const gp__attn_bwd_params_t *bp, gp__attn_mfma_plan_t *plan,
-                              char *why, size_t why_len) {
+static bool bwd_supports(const gp__attn_bwd_params_t *bp, gp__attn_plan_t *plan, char *why, size_t why_len) {
   const gp__attn_params_t *p = &bp->f;
   int di;
-  if (!mfma_enabled() || !fits(p, &di, why, why_len)) return false;
+  if (!fits(p, &di, why, why_len)) return false;
   if (!grid_blocks(p->seqlen_q, p->heads_q, p->batch, &plan->blocks, why, why_len) ||
       !grid_blocks(p->seqlen_k, p->heads_kv, p->batch, &plan->blocks_dkv, why, why_len))
     return false;
   const int d = k_dims[di], bf16 = p->dtype == GP_BF16;
-  plan->bwd = 1;
   plan->kernel = k_dq[bf16][di];
+  plan->kernel_name = plan->kernel->name;
   plan->kernel_dkv = k_dkv[bf16][di];
   plan->threads = GP__AMD_ATTN_THREADS;
   plan->smem = (size_t)gp__amd_attn_bwd_dq_lds_bytes(d, d);
@@ -152,16 +136,15 @@ bool gp__attn_bwd_mfma_choose(const gp__attn_bwd_params_t *bp, gp__attn_mfma_pla
   return true;
 }
 
-gp_status_t gp__attn_mfma_launch(gp_stream_t stream, const gp__attn_params_t *p,
-                                 const gp__attn_mfma_plan_t *plan) {
+static gp_status_t fwd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp__attn_plan_t *plan) {
   gp__attn_params_t args_p = *p;
   void *args[] = {&args_p};
   return gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1),
                    plan->smem, stream, args);
 }
 
-gp_status_t gp__attn_bwd_mfma_launch(gp_stream_t stream, const gp__attn_bwd_params_t *bp,
-                                     const gp__attn_mfma_plan_t *plan) {
+/* The dq kernel, then the dk/dv kernel, in stream order. */
+static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *bp, gp__attn_plan_t *plan) {
   gp__attn_bwd_params_t args_p = *bp;
   void *args[] = {&args_p};
   GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1),
@@ -170,30 +153,5 @@ gp_status_t gp__attn_bwd_mfma_launch(gp_stream_t stream, const gp__attn_bwd_para
                    gp_dim3(plan->threads, 1, 1), plan->smem_dkv, stream, args);
 }
 
-#else /* cuda: no MFMA kernels */
-
-bool gp__attn_mfma_choose(const gp__attn_params_t *p, gp__attn_mfma_plan_t *plan, char *why,
-                          size_t why_len) {
-  (void)p, (void)plan, (void)why, (void)why_len;
-  return false;
-}
-
-bool gp__attn_bwd_mfma_choose(const gp__attn_bwd_params_t *bp, gp__attn_mfma_plan_t *plan,
-                              char *why, size_t why_len) {
-  (void)bp, (void)plan, (void)why, (void)why_len;
-  return false;
-}
-
-gp_status_t gp__attn_mfma_launch(gp_stream_t stream, const gp__attn_params_t *p,
-                                 const gp__attn_mfma_plan_t *plan) {
-  (void)stream, (void)p, (void)plan;
-  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no MFMA kernels in the cuda library");
-}
-
-gp_status_t gp__attn_bwd_mfma_launch(gp_stream_t stream, const gp__attn_bwd_params_t *bp,
-                                     const gp__attn_mfma_plan_t *plan) {
-  (void)stream, (void)bp, (void)plan;
-  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no MFMA kernels in the cuda library");
-}
-
-#endif
+const gp__attn_fwd_impl_t gp__attn_fwd_impl_mfma = {"mfma", GP__FAMILY_MFMA, fwd_supports, fwd_launch};
+const gp__attn_bwd_impl_t gp__attn_bwd_impl_mfma = {"mfma", GP__FAMILY_MFMA, bwd_supports, bwd_launch};

@@ -1,8 +1,9 @@
 /*
  * attention_bwd_portable.cu - portable attention backward kernels (FlashAttention-2, Dao 2023,
  * Algorithm 2) in the gpuport dialect. One source for nvcc, hipcc and the CPU SIMT
- * executor; launched by src/attention.c on the cuda and hip backends and, with
- * GP_CPU_ATTENTION=portable, on the cpu backend. Correct everywhere rather than fast.
+ * executor; launched by kernels/portable/attention_portable_host.c (the portable
+ * entries of src/attention_table.c) where no other family takes a call, and in the
+ * kernel modes of GP_CPU_ATTENTION on the cpu backend. Correct everywhere rather than fast.
  *
  * Math (per sequence and query head; P recomputed from the forward's lse, so nothing
  * of size seqlen_q x seqlen_k is ever stored):
@@ -78,7 +79,7 @@ GP_DEVICE void bwd_store(void *p, int64_t i, int dtype, float x) {
     ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
 }
 
-GP_KERNEL void gp__attention_bwd_pre(gp__attn_bwd_params_t p) {
+GP_KERNEL void gp__attention_bwd_portable_pre(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int warp = tid / GP_WARP_SIZE, lane = tid % GP_WARP_SIZE;
   const int64_t hq = p.f.heads_q, d = p.f.head_dim, dv = p.f.head_dim_v;
@@ -105,9 +106,9 @@ GP_KERNEL void gp__attention_bwd_pre(gp__attn_bwd_params_t p) {
     for (int64_t idx = tid; idx < rows * d; idx += nthreads) base[(idx / d) * hq * d + idx % d] = 0.0f;
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_pre)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_pre)
 
-GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_main(gp__attn_bwd_params_t p) {
+GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp__attn_bwd_params_t p) {
   GP_DYNAMIC_SHARED(float, smem);
   const int tid = (int)threadIdx.x;
   const int64_t hq = p.f.heads_q, group = hq / p.f.heads_kv;
@@ -242,9 +243,9 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_main(gp__attn_bw
     }
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_main)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_main)
 
-GP_KERNEL void gp__attention_bwd_dq(gp__attn_bwd_params_t p) {
+GP_KERNEL void gp__attention_bwd_portable_dq(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int64_t hq = p.f.heads_q, d = p.f.head_dim;
   const int64_t tiles = (p.f.seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
@@ -262,9 +263,9 @@ GP_KERNEL void gp__attention_bwd_dq(gp__attn_bwd_params_t p) {
               x * p.f.scale);
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_dq)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_dq)
 
-GP_KERNEL void gp__attention_bwd_dkv(gp__attn_bwd_params_t p) {
+GP_KERNEL void gp__attention_bwd_portable_dkv(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int64_t hq = p.f.heads_q, hkv = p.f.heads_kv, group = hq / hkv;
   const int64_t d = p.f.head_dim, dv = p.f.head_dim_v;
@@ -290,4 +291,4 @@ GP_KERNEL void gp__attention_bwd_dkv(gp__attn_bwd_params_t p) {
     bwd_store(p.dv, b * p.f.v_bs + (s.k0 + j0 + r) * p.f.v_ss + hk * p.f.v_hs + e, p.f.dtype, x);
   }
 }
-GP_KERNEL_EXPORT(gp__attention_bwd_dkv)
+GP_KERNEL_EXPORT(gp__attention_bwd_portable_dkv)

@@ -1,8 +1,9 @@
 /*
  * attention_fwd_portable.cu - portable attention forward kernel (FlashAttention-2, Dao 2023,
  * Algorithm 1) in the gpuport dialect. One source for nvcc, hipcc and the CPU SIMT
- * executor; launched by src/attention.c on the cuda and hip backends and, with
- * GP_CPU_ATTENTION=portable, on the cpu backend. Correct everywhere rather than fast:
+ * executor; launched by kernels/portable/attention_portable_host.c (the portable
+ * entries of src/attention_table.c) where no other family takes a call, and in the
+ * kernel modes of GP_CPU_ATTENTION on the cpu backend. Correct everywhere rather than fast:
  * the vendor kernels in kernels/sm80, kernels/sm90a and kernels/mfma are where the matrix instructions go.
  *
  * Decomposition
@@ -69,7 +70,7 @@ GP_DEVICE void attn_store(void *p, int64_t i, int dtype, float x) {
     ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
 }
 
-GP_KERNEL void gp__attention_fwd_tiled(gp__attn_params_t p) {
+GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
   GP_DYNAMIC_SHARED(float, smem);
   const int nthreads = (int)blockDim.x, tid = (int)threadIdx.x;
   const int warp = tid / GP_WARP_SIZE, lane = tid % GP_WARP_SIZE;
@@ -211,4 +212,4 @@ GP_KERNEL void gp__attention_fwd_tiled(gp__attn_params_t p) {
     }
   }
 }
-GP_KERNEL_EXPORT(gp__attention_fwd_tiled)
+GP_KERNEL_EXPORT(gp__attention_fwd_portable)

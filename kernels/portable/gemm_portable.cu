@@ -1,7 +1,8 @@
 /*
  * gemm_portable.cu - the portable tiled GEMM kernel, written once in the gpuport dialect and
- * built for the cpu (SIMT executor), cuda and hip backends. It runs every call on the
- * GPU backends and, with GP_CPU_GEMM=portable, on the CPU executor, so the code the
+ * built for the cpu (SIMT executor), cuda and hip backends. It runs what no matrix-core
+ * family takes on the GPU backends (src/gemm_table.c) and, in the kernel modes of
+ * GP_CPU_GEMM, on the CPU executor, so the code the
  * GPUs run is tested in CI. It favours being correct for every shape over speed: the
  * vendor kernels in kernels/sm80, kernels/sm90a and kernels/mfma are the fast paths.
  *
@@ -54,7 +55,7 @@
 #define GEMM_UNROLL _Pragma("unroll")
 #endif
 
-GP_KERNEL void gp__gemm_tiled(gp__gemm_params_t p) {
+GP_KERNEL void gp__gemm_portable(gp__gemm_params_t p) {
   GP_SHARED(float, As, [BK][BM + 1]);
   GP_SHARED(float, Bs, [BK][BN + 1]);
   const int tx = (int)threadIdx.x, ty = (int)threadIdx.y, tid = ty * TX + tx;
@@ -113,4 +114,4 @@ GP_KERNEL void gp__gemm_tiled(gp__gemm_params_t p) {
     }
   }
 }
-GP_KERNEL_EXPORT(gp__gemm_tiled)
+GP_KERNEL_EXPORT(gp__gemm_portable)

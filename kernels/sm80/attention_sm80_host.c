@@ -1,25 +1,23 @@
 /*
- * attention_sm80_host.c - whether an sm_80 attention kernel (kernels/sm80/attention_fwd_sm80.cu, and the
- * backward's main kernel in kernels/sm80/attention_bwd_sm80.cu) runs a checked call, which one,
- * and its launch. Decided here once for the cuda backend
- * (devices of compute capability 8.0 and above) and for the cpu backend's emulation mode
- * (GP_CPU_ATTENTION=sm80, the same kernels built for the CPU executor), so the choice CI
- * tests is the one the GPUs make. The kernels take f16 or bf16, head_dim == head_dim_v
- * in {32, 64, 96, 128, 256}, and q, k, v whose pointers and strides allow 16-byte copies
- * of each row (the backward: dO too); anything else runs the portable kernels, and the
- * reason goes into the INFO line. The hip backend has no sm_80 kernels.
+ * attention_sm80_host.c - the sm_80 attention family's entries of the attention tables
+ * (src/attention_table.c): whether a kernel of kernels/sm80/attention_fwd_sm80.cu (and the
+ * backward's main kernel in kernels/sm80/attention_bwd_sm80.cu) runs a checked call, which
+ * one, and its launch. Built for the backends that run the family: cuda (devices of
+ * compute capability 8.0 and above, src/dispatch.c) and cpu (GP_CPU_ATTENTION=sm80 and
+ * sm90a, the same kernels built for the CPU executor), so the choice CI tests is the one
+ * the GPUs make. The kernels take f16 or bf16, head_dim == head_dim_v in {32, 64, 96, 128,
+ * 256}, and q, k, v whose pointers and strides allow 16-byte copies of each row (the
+ * backward: dO too; cp.async moves 16 bytes, PTX ISA "cp.async"); anything else is
+ * declined with the reason, and the next entry (the portable kernels) runs it. Stores
+ * of o, dk and dv are element pairs written one element at a time, so the element
+ * alignment src/attention.c checks is all they need.
  */
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "api.h"
-#include "attention_impl.h"
-#include "internal.h"
+#include "dispatch.h"
 #include "kernels/sm80/sm80.h"
-
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_CPU)
 
 GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d32);
 GP_KERNEL_DECLARE(gp__attention_fwd_sm80_f16_d64);
@@ -61,21 +59,6 @@ static const struct gp_kernel_s *const k_bwd[2][N_DIMS] = {
      GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d96), GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d128),
      GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d256)}};
 
-/* Devices (bit d) on which each kernel's shared-memory limit has been raised:
- * [backward][bf16][head_dim index]. */
-static atomic_ullong g_raised[2][2][N_DIMS];
-
-static bool sm80_enabled(void) {
-#if defined(GP_BUILD_CUDA)
-  const gp_device_props_t *props;
-  if (gp__api_props(__func__, gp__current_device(), &props) != GP_SUCCESS) return false;
-  return props->compute_capability_major >= 8;
-#else
-  /* GP_CPU_ATTENTION=sm90a: the sm_80 kernels take what the sm_90a one does not, as on a GPU */
-  const char *e = getenv(GP__ATTN_ENV);
-  return e != NULL && (strcmp(e, "sm80") == 0 || strcmp(e, "sm90a") == 0);
-#endif
-}
 
 /* Every row of the tensor at x starts 16-byte aligned: the pointer and the strides
  * (elements of 2 bytes) that move between rows. */
@@ -112,10 +95,9 @@ static bool fits(const gp__attn_params_t *p, int *di, char *why, size_t why_len)
   return true;
 }
 
-bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
-                          size_t why_len) {
+static bool fwd_supports(const gp__attn_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
   int di;
-  if (!sm80_enabled() || !fits(p, &di, why, why_len)) return false;
+  if (!fits(p, &di, why, why_len)) return false;
   const int d = k_dims[di];
   const int64_t tiles = (p->seqlen_q + GP__SM80_ATTN_BM(d) - 1) / GP__SM80_ATTN_BM(d);
   int64_t blocks;
@@ -124,10 +106,10 @@ bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan
     snprintf(why, why_len, "%lld blocks exceed one grid dimension", (long long)tiles);
     return false;
   }
-  plan->bwd = 0;
-  plan->bf16 = p->dtype == GP_BF16;
-  plan->dim_index = di;
-  plan->kernel = k_fwd[plan->bf16][di];
+  const int bf16 = p->dtype == GP_BF16;
+  plan->slot = di + N_DIMS * bf16;
+  plan->kernel = k_fwd[bf16][di];
+  plan->kernel_name = plan->kernel->name;
   plan->blocks = (unsigned)blocks;
   plan->threads = GP__SM80_ATTN_THREADS(d);
   plan->smem = (size_t)GP__SM80_ATTN_SMEM(d);
@@ -138,34 +120,51 @@ bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan
   return true;
 }
 
-bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
-                              char *why, size_t why_len) {
+/* The backward's main kernel between the portable preprocess and postprocesses: the
+ * same workspace and slices, with the split over this kernel's key blocks. */
+static bool bwd_supports(const gp__attn_bwd_params_t *bp, gp__attn_plan_t *plan, char *why, size_t why_len) {
   const gp__attn_params_t *p = &bp->f;
   int di;
-  if (!sm80_enabled() || !fits(p, &di, why, why_len)) return false;
+  if (!fits(p, &di, why, why_len)) return false;
   if (!rows_aligned(bp->d_o, p->o_bs, p->o_ss, p->o_hs, p->cu_q != NULL)) {
     snprintf(why, why_len, "rows of d_o are not 16-byte aligned (pointer or o's strides)");
     return false;
   }
-  const int d = k_dims[di];
-  plan->bwd = 1;
-  plan->bf16 = p->dtype == GP_BF16;
-  plan->dim_index = di;
-  plan->kernel = k_bwd[plan->bf16][di];
-  plan->blocks = 0; /* set at launch, with the split */
+  const int d = k_dims[di], bf16 = p->dtype == GP_BF16;
+  const int64_t nkb = (p->seqlen_k + GP__SM80_BWD_BN(d) - 1) / GP__SM80_BWD_BN(d);
+  plan->nsplit = bp->deterministic ? (bp->nslices < nkb ? bp->nslices : nkb) : nkb;
+  plan->nslices = bp->deterministic ? plan->nsplit : 1;
+  int64_t blocks;
+  if (__builtin_mul_overflow(plan->nsplit, p->batch * p->heads_q, &blocks) || blocks > (int64_t)INT32_MAX) {
+    snprintf(why, why_len, "%lld key blocks x %lld heads x %lld sequences exceed one grid dimension",
+             (long long)plan->nsplit, (long long)p->heads_q, (long long)p->batch);
+    return false;
+  }
+  const gp__attn_bwd_kernels_t *k = &gp__attn_bwd_portable_kernels;
+  plan->portable = k;
+  plan->slot = 2 * N_DIMS + di + N_DIMS * bf16;
+  plan->kernel = k_bwd[bf16][di];
+  plan->kernel_name = plan->kernel->name;
+  plan->blocks = (unsigned)blocks;
   plan->threads = GP__SM80_BWD_THREADS(d);
   plan->smem = (size_t)GP__SM80_BWD_SMEM(d);
   snprintf(plan->name, sizeof plan->name,
-           "%s (mma.sync m16n8k16, %d keys x %d query rows per step, %d warps, %zu B shared)",
-           plan->kernel->name, GP__SM80_BWD_BN(d), GP__SM80_BWD_BMQ(d), GP__SM80_BWD_WARPS(d),
-           plan->smem);
+           "%s (mma.sync m16n8k16, %d keys x %d query rows per step, %d warps, %zu B shared), grid %u, "
+           "%lld dq slice%s; portable %s, %s, %s",
+           plan->kernel->name, GP__SM80_BWD_BN(d), GP__SM80_BWD_BMQ(d), GP__SM80_BWD_WARPS(d), plan->smem,
+           plan->blocks, (long long)plan->nslices, plan->nslices == 1 ? "" : "s", k->pre->name, k->dq->name,
+           k->dkv->name);
   return true;
 }
 
+/* Devices (bit d) on which each kernel's shared-memory limit has been raised, by slot:
+ * forward [bf16][head_dim index], then backward. */
+static atomic_ullong g_raised[4 * N_DIMS];
+
 /* Raises the kernel's dynamic shared-memory limit on the current device, once. */
-static gp_status_t raise_smem(const gp__attn_sm80_plan_t *plan) {
+static gp_status_t raise_smem(const gp__attn_plan_t *plan) {
   const int dev = gp__current_device();
-  atomic_ullong *done = &g_raised[plan->bwd][plan->bf16][plan->dim_index];
+  atomic_ullong *done = &g_raised[plan->slot];
   const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
   if (plan->smem <= 48 * 1024 || (bit && (atomic_load_explicit(done, memory_order_acquire) & bit)))
     return GP_SUCCESS;
@@ -174,8 +173,7 @@ static gp_status_t raise_smem(const gp__attn_sm80_plan_t *plan) {
   return GP_SUCCESS;
 }
 
-gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
-                                 const gp__attn_sm80_plan_t *plan) {
+static gp_status_t fwd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp__attn_plan_t *plan) {
   GP__TRY(raise_smem(plan));
   gp__attn_params_t args_p = *p;
   void *args[] = {&args_p};
@@ -183,42 +181,17 @@ gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
                    plan->smem, stream, args);
 }
 
-gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
-                                     const gp__attn_sm80_plan_t *plan, int64_t blocks) {
-  if (blocks > (int64_t)INT32_MAX)
-    return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_attention_bwd",
-                     "%s needs %lld blocks, more than one grid dimension holds", plan->kernel->name,
-                     (long long)blocks);
+static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *p, gp__attn_plan_t *plan) {
+  gp__attn_bwd_params_t bp = *p;
+  bp.nsplit = plan->nsplit;
+  bp.nslices = plan->nslices;
   GP__TRY(raise_smem(plan));
-  void *args[] = {bp};
-  return gp_launch(plan->kernel, gp_dim3((unsigned)blocks, 1, 1), gp_dim3(plan->threads, 1, 1),
-                   plan->smem, stream, args);
+  GP__TRY(gp__attn_bwd_portable_pre(stream, &bp, plan->portable));
+  void *args[] = {&bp};
+  GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1), plan->smem,
+                    stream, args));
+  return gp__attn_bwd_portable_post(stream, &bp, plan->portable);
 }
 
-#else /* hip: no sm_80 kernels */
-
-bool gp__attn_sm80_choose(const gp__attn_params_t *p, gp__attn_sm80_plan_t *plan, char *why,
-                          size_t why_len) {
-  (void)p, (void)plan, (void)why, (void)why_len;
-  return false;
-}
-
-bool gp__attn_bwd_sm80_choose(const gp__attn_bwd_params_t *bp, gp__attn_sm80_plan_t *plan,
-                              char *why, size_t why_len) {
-  (void)bp, (void)plan, (void)why, (void)why_len;
-  return false;
-}
-
-gp_status_t gp__attn_sm80_launch(gp_stream_t stream, const gp__attn_params_t *p,
-                                 const gp__attn_sm80_plan_t *plan) {
-  (void)stream, (void)p, (void)plan;
-  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no sm_80 kernels in the hip library");
-}
-
-gp_status_t gp__attn_bwd_sm80_launch(gp_stream_t stream, gp__attn_bwd_params_t *bp,
-                                     const gp__attn_sm80_plan_t *plan, int64_t blocks) {
-  (void)stream, (void)bp, (void)plan, (void)blocks;
-  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no sm_80 kernels in the hip library");
-}
-
-#endif
+const gp__attn_fwd_impl_t gp__attn_fwd_impl_sm80 = {"sm80", GP__FAMILY_SM80, fwd_supports, fwd_launch};
+const gp__attn_bwd_impl_t gp__attn_bwd_impl_sm80 = {"sm80", GP__FAMILY_SM80, bwd_supports, bwd_launch};

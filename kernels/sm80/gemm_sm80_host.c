@@ -1,26 +1,25 @@
 /*
- * gemm_sm80_host.c - which sm_80 GEMM kernel (kernels/sm80/gemm_sm80.cu) runs a canonical problem, and
- * its launch. The choice is made here once, for the cuda backend (devices of compute
- * capability 8.0 and above) and for the cpu backend's emulation mode (GP_CPU_GEMM=sm80,
- * the same kernels built for the CPU executor), so the dispatch CI tests is the one the
- * GPUs take:
+ * gemm_sm80_host.c - the sm_80 GEMM family's entry of the GEMM table (src/gemm_table.c):
+ * which kernel of kernels/sm80/gemm_sm80.cu runs a canonical problem, and its launch.
+ * Built for the backends that run the family: cuda (devices of compute capability 8.0
+ * and above, src/dispatch.c) and cpu (GP_CPU_GEMM=sm80 and sm90a, the same kernels built
+ * for the CPU executor), so the choice CI tests is the one the GPUs make:
  *   f16, bf16 inputs  gp__gemm_sm80_{f16,bf16}_{nn,nt,tn,tt} (mma.sync), with 16-byte
  *                     cp.async when A and B, their leading dimensions and batch strides
  *                     are 16-byte aligned, else with plain loads into the same pipeline;
- *   f32 inputs        gp__gemm_sm80_f32 (FFMA; exact f32 products);
+ *   f32 inputs        gp__gemm_sm80_f32 (FFMA; exact f32 products; 4-byte cp.async);
  *   f32 inputs, GP_COMPUTE_TF32
  *                     gp__gemm_sm80_tf32 (mma.sync m16n8k8 on tf32), with 16-byte
  *                     cp.async under the same alignment rule (4 floats), else 4-byte.
- * The hip backend has no sm_80 kernels: gp__gemm_sm80_choose() says no there.
+ * Every canonical problem is taken: the loads of every kernel need no more than the
+ * element alignment src/gemm.c checks.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 
 #include "api.h"
-#include "gemm.h"
+#include "dispatch.h"
 #include "kernels/sm80/sm80.h"
-
-#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_CPU)
 
 GP_KERNEL_DECLARE(gp__gemm_sm80_f16_nn);
 GP_KERNEL_DECLARE(gp__gemm_sm80_f16_nt);
@@ -57,64 +56,54 @@ static int operands_vec(const gp__gemm_params_t *p, int esize) {
                        aligned16(p->b, p->ldb, p->stride_b, p->batch, esize));
 }
 
-static bool sm80_enabled(void) {
-#if defined(GP_BUILD_CUDA)
-  const gp_device_props_t *props;
-  if (gp__api_props(__func__, gp__current_device(), &props) != GP_SUCCESS) return false;
-  return props->compute_capability_major >= 8;
-#else
-  /* GP_CPU_GEMM=sm90a: the sm_80 kernels take what the sm_90a ones do not, as on a GPU */
-  return gp__gemm_cpu_mode() == GP__GEMM_CPU_SM80 || gp__gemm_cpu_mode() == GP__GEMM_CPU_SM90A;
-#endif
+static int64_t tiles_of(const gp__gemm_params_t *p, int bm, int bn) {
+  return ((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn);
 }
 
-bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan) {
-  if (!sm80_enabled()) return false;
+static bool supports(const gp__gemm_params_t *p, gp__gemm_plan_t *plan, char *why, size_t why_len) {
+  (void)why, (void)why_len; /* takes every problem */
   const int64_t grid_x_max = 0x7fffffffll, grid_z_max = 65535;
+  const int ta = p->trans_a != 0, tb = p->trans_b != 0;
   int64_t tiles;
   if (p->ab_type == GP_F32 && p->allow_tf32) {
-    const int ta = p->trans_a != 0, tb = p->trans_b != 0;
-    tiles = ((p->m + GP__SM80_GEMM_BM - 1) / GP__SM80_GEMM_BM) *
-            ((p->n + GP__SM80_GEMM_BN - 1) / GP__SM80_GEMM_BN);
+    tiles = tiles_of(p, GP__SM80_GEMM_BM, GP__SM80_GEMM_BN);
     plan->kernel = GP_KERNEL_REF(gp__gemm_sm80_tf32);
-    plan->threads = GP__SM80_GEMM_THREADS;
+    plan->block = gp_dim3(GP__SM80_GEMM_THREADS, 1, 1);
     plan->smem = (size_t)GP__SM80_TGEMM_SMEM(ta, tb);
-    plan->vec = operands_vec(p, 4);
+    plan->variant = operands_vec(p, 4);
     snprintf(plan->name, sizeof plan->name,
              "%s (mma.sync m16n8k8 tf32, %dx%dx%d tiles, %d-stage pipeline, %s)", plan->kernel->name,
              GP__SM80_GEMM_BM, GP__SM80_GEMM_BN, GP__SM80_TGEMM_BK, GP__SM80_TGEMM_STAGES,
-             plan->vec ? "16-byte cp.async" : "4-byte cp.async: A or B not 16-byte aligned");
+             plan->variant ? "16-byte cp.async" : "4-byte cp.async: A or B not 16-byte aligned");
   } else if (p->ab_type == GP_F32) {
-    tiles = ((p->m + GP__SM80_SGEMM_BM - 1) / GP__SM80_SGEMM_BM) *
-            ((p->n + GP__SM80_SGEMM_BN - 1) / GP__SM80_SGEMM_BN);
+    tiles = tiles_of(p, GP__SM80_SGEMM_BM, GP__SM80_SGEMM_BN);
     plan->kernel = GP_KERNEL_REF(gp__gemm_sm80_f32);
-    plan->threads = GP__SM80_SGEMM_THREADS;
+    plan->block = gp_dim3(GP__SM80_SGEMM_THREADS, 1, 1);
     plan->smem = GP__SM80_SGEMM_SMEM;
-    plan->vec = -1;
+    plan->variant = -1;
     snprintf(plan->name, sizeof plan->name, "%s (FFMA, %dx%dx%d tiles, %d-stage cp.async)",
              plan->kernel->name, GP__SM80_SGEMM_BM, GP__SM80_SGEMM_BN, GP__SM80_SGEMM_BK,
              GP__SM80_SGEMM_STAGES);
   } else {
-    const int bf16 = p->ab_type == GP_BF16, ta = p->trans_a != 0, tb = p->trans_b != 0;
-    tiles = ((p->m + GP__SM80_GEMM_BM - 1) / GP__SM80_GEMM_BM) *
-            ((p->n + GP__SM80_GEMM_BN - 1) / GP__SM80_GEMM_BN);
-    plan->kernel = k_mma[bf16][ta][tb];
-    plan->threads = GP__SM80_GEMM_THREADS;
+    tiles = tiles_of(p, GP__SM80_GEMM_BM, GP__SM80_GEMM_BN);
+    plan->kernel = k_mma[p->ab_type == GP_BF16][ta][tb];
+    plan->block = gp_dim3(GP__SM80_GEMM_THREADS, 1, 1);
     plan->smem = (size_t)GP__SM80_GEMM_SMEM(ta, tb);
-    plan->vec = operands_vec(p, 2);
+    plan->variant = operands_vec(p, 2);
     snprintf(plan->name, sizeof plan->name,
              "%s (mma.sync m16n8k16, %dx%dx%d tiles, %d-stage pipeline, %s)", plan->kernel->name,
              GP__SM80_GEMM_BM, GP__SM80_GEMM_BN, GP__SM80_GEMM_BK, GP__SM80_GEMM_STAGES,
-             plan->vec ? "16-byte cp.async" : "plain loads: A or B not 16-byte aligned");
+             plan->variant ? "16-byte cp.async" : "plain loads: A or B not 16-byte aligned");
   }
-  plan->grid_x = (unsigned)(tiles < grid_x_max ? tiles : grid_x_max);
-  plan->grid_z = (unsigned)(p->batch < grid_z_max ? p->batch : grid_z_max);
+  plan->kernel_name = plan->kernel->name;
+  plan->grid = gp_dim3((unsigned)(tiles < grid_x_max ? tiles : grid_x_max), 1,
+                       (unsigned)(p->batch < grid_z_max ? p->batch : grid_z_max));
   return true;
 }
 
 /* Raises the kernel's dynamic shared-memory limit on the current device, once. */
-static gp_status_t raise_smem(const gp__gemm_params_t *p, const gp__gemm_sm80_plan_t *plan) {
-  if (plan->vec < 0) return GP_SUCCESS; /* the f32 kernel fits the default 48 KiB */
+static gp_status_t raise_smem(const gp__gemm_params_t *p, const gp__gemm_plan_t *plan) {
+  if (plan->variant < 0) return GP_SUCCESS; /* the f32 kernel fits the default 48 KiB */
   const int dev = gp__current_device();
   /* One tf32 kernel serves every transpose pair: its limit is raised to the largest
    * stage layout (op T for A, op N for B), so no pair can lower it below another's. */
@@ -129,31 +118,13 @@ static gp_status_t raise_smem(const gp__gemm_params_t *p, const gp__gemm_sm80_pl
   return GP_SUCCESS;
 }
 
-gp_status_t gp__gemm_sm80_launch(gp_stream_t stream, const gp__gemm_params_t *p,
-                                 const gp__gemm_sm80_plan_t *plan) {
+static gp_status_t launch(gp_stream_t stream, const gp__gemm_params_t *p, gp__gemm_plan_t *plan) {
   GP__TRY(raise_smem(p, plan));
   gp__gemm_params_t params = *p;
-  int vec = plan->vec > 0;
+  int vec = plan->variant > 0;
   void *args_mma[2] = {&params, &vec}, *args_f32[1] = {&params};
-  return gp_launch(plan->kernel, gp_dim3(plan->grid_x, 1, plan->grid_z),
-                   gp_dim3(plan->threads, 1, 1), plan->smem, stream,
-                   plan->vec < 0 ? args_f32 : args_mma);
+  return gp_launch(plan->kernel, plan->grid, plan->block, plan->smem, stream,
+                   plan->variant < 0 ? args_f32 : args_mma);
 }
 
-#else /* hip: no sm_80 kernels */
-
-bool gp__gemm_sm80_choose(const gp__gemm_params_t *p, gp__gemm_sm80_plan_t *plan) {
-  (void)p;
-  (void)plan;
-  return false;
-}
-
-gp_status_t gp__gemm_sm80_launch(gp_stream_t stream, const gp__gemm_params_t *p,
-                                 const gp__gemm_sm80_plan_t *plan) {
-  (void)stream;
-  (void)p;
-  (void)plan;
-  return GP__ERR(GP_ERROR_NOT_SUPPORTED, "no sm_80 kernels in the hip library");
-}
-
-#endif
+const gp__gemm_impl_t gp__gemm_impl_sm80 = {"sm80", GP__FAMILY_SM80, supports, launch};

@@ -7,7 +7,7 @@
  * when it runs (gated like the GEMM: GP_ENABLE_SM90A=1 on compute capability 9.0), encodes
  * the tensor maps of K and V, and launches it.
  *
- * gp__attention_fwd_sm90_{f16,bf16}_d{64,128} (geometry in kernels/sm90a/sm90a.h), the
+ * gp__attention_fwd_sm90a_{f16,bf16}_d{64,128} (geometry in kernels/sm90a/sm90a.h), the
  * problem of src/attention_impl.h with head_dim == head_dim_v:
  *  - grid: one block per (128-row query tile, query head, sequence); GQA maps query head
  *    h to key head h / (heads_q / heads_kv); varlen sequences start at cu_q / cu_k.
@@ -65,19 +65,19 @@ GP_DEVICE void at90_wg_sync(uint64_t *bar, unsigned *ph) {
   *ph ^= 1u;
 }
 
-#define ATT_NAME gp__attention_fwd_sm90_f16_d64
+#define ATT_NAME gp__attention_fwd_sm90a_f16_d64
 #define ATT_D 64
 #define ATT_BF16 0
 #include "attention_fwd_sm90a.cuh"
-#define ATT_NAME gp__attention_fwd_sm90_f16_d128
+#define ATT_NAME gp__attention_fwd_sm90a_f16_d128
 #define ATT_D 128
 #define ATT_BF16 0
 #include "attention_fwd_sm90a.cuh"
-#define ATT_NAME gp__attention_fwd_sm90_bf16_d64
+#define ATT_NAME gp__attention_fwd_sm90a_bf16_d64
 #define ATT_D 64
 #define ATT_BF16 1
 #include "attention_fwd_sm90a.cuh"
-#define ATT_NAME gp__attention_fwd_sm90_bf16_d128
+#define ATT_NAME gp__attention_fwd_sm90a_bf16_d128
 #define ATT_D 128
 #define ATT_BF16 1
 #include "attention_fwd_sm90a.cuh"

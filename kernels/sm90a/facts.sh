@@ -66,7 +66,7 @@ got=$(awk '$1 == "shape" && $2 == "attn" { print $3, $4, $5, $6, $7 }' "$tmp/geo
 [ "$got" = "128 128 64 2 384" ] || fail "attention tile shape is '$got', stated '128 128 64 2 384'"
 smem_of() { # the stated dynamic shared memory of kernel $1
   case $1 in
-    gp__gemm_sm90_*) awk '$1 == "smem" && $2 == "gemm" { print $3 }' "$tmp/geo.txt" ;;
+    gp__gemm_sm90a_*) awk '$1 == "smem" && $2 == "gemm" { print $3 }' "$tmp/geo.txt" ;;
     *_d64) awk '$1 == "smem" && $2 == "attn64" { print $3 }' "$tmp/geo.txt" ;;
     *_d128) awk '$1 == "smem" && $2 == "attn128" { print $3 }' "$tmp/geo.txt" ;;
   esac
@@ -109,12 +109,12 @@ while read -r k a r st ss sl; do
   [ "$st" = 0 ] && [ "$ss" = 0 ] && [ "$sl" = 0 ] || fail "$k ($a) has a stack frame or spills"
   [ "$w" -gt 0 ] && [ "$t" -gt 0 ] && [ "$b" -gt 0 ] && [ "$s" -gt 0 ] ||
     fail "$k: its PTX lacks wgmma.mma_async, cp.async.bulk.tensor, mbarrier.try_wait or setmaxnreg"
-  case $k in gp__gemm_sm90_*) [ "$w128" -gt 0 ] || fail "$k: no wgmma m64n128k16 in its PTX" ;; esac
+  case $k in gp__gemm_sm90a_*) [ "$w128" -gt 0 ] || fail "$k: no wgmma m64n128k16 in its PTX" ;; esac
 done < "$tmp/res.txt"
 [ "$n" -eq 12 ] || fail "$n sm_90a kernels in the ptxas report, expected 12 (8 GEMM, 4 attention)"
-np=$(grep -c '^gp__gemm_sm90_' "$tmp/ptx.txt")
+np=$(grep -c '^gp__gemm_sm90a_' "$tmp/ptx.txt")
 [ "$np" -eq 8 ] || fail "$np sm_90a GEMM kernels in the PTX, expected 8"
-np=$(grep -c '^gp__attention_fwd_sm90_' "$tmp/ptx.txt")
+np=$(grep -c '^gp__attention_fwd_sm90a_' "$tmp/ptx.txt")
 [ "$np" -eq 4 ] || fail "$np sm_90a attention kernels in the PTX, expected 4"
 
 if [ $status -eq 0 ]; then echo "sm90-facts: all facts hold"; fi

@@ -12,7 +12,7 @@
  * that TMA can address (16-byte aligned operands, leading dimensions and batch strides;
  * the host checks); the epilogue of kernels/common/gemm_epilogue.h (f16, bf16 or f32 out).
  *
- * gp__gemm_sm90_{f16,bf16}_{nn,nt,tn,tt} (geometry in kernels/sm90a/sm90a.h):
+ * gp__gemm_sm90a_{f16,bf16}_{nn,nt,tn,tt} (geometry in kernels/sm90a/sm90a.h):
  *  - grid: persistent, at most one block per SM; block b takes the output tiles b,
  *    b + gridDim.x, ... of all batch entries; within a batch entry, tiles go in groups of
  *    GROUP_M tile rows, column by column, so blocks running together share A and B panels
@@ -86,42 +86,42 @@ GP_DEVICE void sm90_load(unsigned char *dst, const gp_nv_tensor_map_t *tm, int k
   }
 }
 
-#define GEMM_NAME gp__gemm_sm90_f16_nn
+#define GEMM_NAME gp__gemm_sm90a_f16_nn
 #define GEMM_TA 0
 #define GEMM_TB 0
 #define GEMM_BF16 0
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_f16_nt
+#define GEMM_NAME gp__gemm_sm90a_f16_nt
 #define GEMM_TA 0
 #define GEMM_TB 1
 #define GEMM_BF16 0
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_f16_tn
+#define GEMM_NAME gp__gemm_sm90a_f16_tn
 #define GEMM_TA 1
 #define GEMM_TB 0
 #define GEMM_BF16 0
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_f16_tt
+#define GEMM_NAME gp__gemm_sm90a_f16_tt
 #define GEMM_TA 1
 #define GEMM_TB 1
 #define GEMM_BF16 0
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_bf16_nn
+#define GEMM_NAME gp__gemm_sm90a_bf16_nn
 #define GEMM_TA 0
 #define GEMM_TB 0
 #define GEMM_BF16 1
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_bf16_nt
+#define GEMM_NAME gp__gemm_sm90a_bf16_nt
 #define GEMM_TA 0
 #define GEMM_TB 1
 #define GEMM_BF16 1
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_bf16_tn
+#define GEMM_NAME gp__gemm_sm90a_bf16_tn
 #define GEMM_TA 1
 #define GEMM_TB 0
 #define GEMM_BF16 1
 #include "gemm_sm90a_ws.cuh"
-#define GEMM_NAME gp__gemm_sm90_bf16_tt
+#define GEMM_NAME gp__gemm_sm90a_bf16_tt
 #define GEMM_TA 1
 #define GEMM_TB 1
 #define GEMM_BF16 1

@@ -4,12 +4,12 @@
  * host's TMA tensor-map encoder (kernels/sm90a/tma.c). Plain C: included by C and by the dialect
  * compilers.
  *
- * GEMM (kernels/sm90a/gemm_sm90a.cu, gp__gemm_sm90_{f16,bf16}_{nn,nt,tn,tt}): block tile 128 x 128
+ * GEMM (kernels/sm90a/gemm_sm90a.cu, gp__gemm_sm90a_{f16,bf16}_{nn,nt,tn,tt}): block tile 128 x 128
  *   x 64; 384 threads: warpgroup 0 is the producer (one warp issues the TMA loads), warp
  *   groups 1 and 2 consume, each owning 64 rows of the tile through m64n128k16 wgmmas
  *   (64 f32 accumulators per thread); a 4-stage ring of A and B tiles with 128-byte
  *   swizzle (32 KiB per stage) guarded by full and empty mbarriers; a persistent grid.
- * Attention forward (kernels/sm90a/attention_fwd_sm90a.cu, gp__attention_fwd_sm90_{f16,bf16}_d{64,128}):
+ * Attention forward (kernels/sm90a/attention_fwd_sm90a.cu, gp__attention_fwd_sm90a_{f16,bf16}_d{64,128}):
  *   128 query rows per block; 384 threads: a producer warp loads K and V tiles of 128
  *   keys (64 at head_dim 128) with TMA into a 2-stage ring, two consumer warpgroups of 64 query rows each run
  *   S = Q K^T (m64nBNk16) and O += P V (m64nDk16) on wgmma, P passing through shared
@@ -18,6 +18,7 @@
 #ifndef GP_KERNELS_SM90_H
 #define GP_KERNELS_SM90_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <gpuport/nv_wgmma.h>
@@ -60,9 +61,14 @@ extern "C" {
  * swizzle GP_NV_SWIZZLE_*. On the cuda backend through the driver's
  * cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion; on the cpu
  * backend the emulation's description. GP_ERROR_INVALID_VALUE on a rule broken,
- * GP_ERROR_NOT_SUPPORTED without a driver that has the entry point or on hip. */
+ * GP_ERROR_NOT_SUPPORTED without a driver that has the entry point; the message set. */
 gp_status_t gp__nv_tensor_map_encode(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank, const void *base,
                                      const uint64_t *dims, const uint64_t *strides, const uint32_t *box, int swizzle);
+/* The same without touching the thread's error message: the reason goes into why. For
+ * the families' supports(), which decline rather than fail. */
+gp_status_t gp__nv_tensor_map_make(gp_nv_tensor_map_t *tm, unsigned elem_bytes, unsigned rank, const void *base,
+                                   const uint64_t *dims, const uint64_t *strides, const uint32_t *box, int swizzle,
+                                   char *why, size_t why_len);
 #ifdef __cplusplus
 }
 #endif

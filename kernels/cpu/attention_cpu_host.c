@@ -1,0 +1,42 @@
+/*
+ * attention_cpu_host.c - the host family's entries of the attention tables
+ * (src/attention_table.c) on the cpu backend: the tiled host implementations of
+ * kernels/cpu/attention_fwd_cpu.c and kernels/cpu/attention_bwd_cpu.c, in stream order on
+ * the stream's worker. Enabled by GP_CPU_ATTENTION=host (the default); they take every
+ * checked call (the varlen offsets, in device memory, are checked in stream order).
+ */
+#include <stdio.h>
+
+#include "dispatch.h"
+
+static bool fwd_supports(const gp__attn_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
+  (void)p, (void)why, (void)why_len; /* takes every call */
+  plan->kernel = NULL;
+  plan->kernel_name = "cpu-attention-fwd";
+  snprintf(plan->name, sizeof plan->name, "%s", plan->kernel_name);
+  return true;
+}
+
+/* The implementation names its tiles and threads in plan->name when it enqueues. */
+static gp_status_t fwd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp__attn_plan_t *plan) {
+  gp_stream_t s;
+  GP__TRY(gp__stream_resolve(stream, "gp_attention_fwd", &s));
+  return gp__cpu_attention_fwd(s, p, plan->name, sizeof plan->name);
+}
+
+static bool bwd_supports(const gp__attn_bwd_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
+  (void)p, (void)why, (void)why_len; /* takes every call */
+  plan->kernel = NULL;
+  plan->kernel_name = "cpu-attention-bwd";
+  snprintf(plan->name, sizeof plan->name, "%s", plan->kernel_name);
+  return true;
+}
+
+static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *p, gp__attn_plan_t *plan) {
+  gp_stream_t s;
+  GP__TRY(gp__stream_resolve(stream, "gp_attention_bwd", &s));
+  return gp__cpu_attention_bwd(s, p, plan->name, sizeof plan->name);
+}
+
+const gp__attn_fwd_impl_t gp__attn_fwd_impl_host = {"host", GP__FAMILY_HOST, fwd_supports, fwd_launch};
+const gp__attn_bwd_impl_t gp__attn_bwd_impl_host = {"host", GP__FAMILY_HOST, bwd_supports, bwd_launch};

@@ -1,0 +1,187 @@
+/*
+ * dispatch.c - what the implementation tables (src/gemm_table.c, src/attention_table.c)
+ * share: the CPU modes, parsed once in one vocabulary for GP_CPU_GEMM and
+ * GP_CPU_ATTENTION; which families a device or a CPU mode enables; the reasons gathered
+ * for the INFO line; the test builds' hooks (src/dispatch.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "dispatch.h"
+
+static const char *const k_op_names[GP__OP_COUNT] = {"gemm", "attention_fwd", "attention_bwd"};
+
+const char *gp__op_name(gp__op_t op) { return (unsigned)op < GP__OP_COUNT ? k_op_names[op] : "?"; }
+
+/* ---- CPU modes --------------------------------------------------------------------------- */
+
+static const char *const k_mode_names[GP__CPU_MODE_COUNT] = {"host", "packed", "portable",
+                                                              "sm80", "sm90a", "mfma"};
+
+const char *gp__cpu_mode_name(gp__cpu_mode_t mode) {
+  return (unsigned)mode < GP__CPU_MODE_COUNT ? k_mode_names[mode] : "?";
+}
+
+/* The two variables: GEMM's, and attention's (forward and backward). */
+enum { VAR_GEMM = 0, VAR_ATTENTION = 1, VAR_COUNT = 2 };
+static const char *const k_var_names[VAR_COUNT] = {"GP_CPU_GEMM", "GP_CPU_ATTENTION"};
+
+static int var_of(gp__op_t op) { return op == GP__OP_GEMM ? VAR_GEMM : VAR_ATTENTION; }
+
+/* Whether the variable has mode m (packed is GEMM's alone). */
+static bool var_has(int var, gp__cpu_mode_t m) { return m != GP__CPU_PACKED || var == VAR_GEMM; }
+
+/* Parses one variable's value: the mode names, and "openblas" for GEMM's host. */
+static bool parse_mode(int var, const char *s, gp__cpu_mode_t *out) {
+  if (s == NULL || *s == '\0') {
+    *out = GP__CPU_HOST;
+    return true;
+  }
+  if (var == VAR_GEMM && strcmp(s, "openblas") == 0) {
+    *out = GP__CPU_HOST;
+    return true;
+  }
+  for (int m = 0; m < GP__CPU_MODE_COUNT; m++)
+    if (var_has(var, (gp__cpu_mode_t)m) && strcmp(s, k_mode_names[m]) == 0) {
+      *out = (gp__cpu_mode_t)m;
+      return true;
+    }
+  return false;
+}
+
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+static gp__cpu_mode_t g_env_mode[VAR_COUNT];
+static atomic_int g_override[VAR_COUNT] = {-1, -1};
+
+static void read_env(void) {
+  for (int v = 0; v < VAR_COUNT; v++) {
+    const char *e = getenv(k_var_names[v]);
+    if (parse_mode(v, e, &g_env_mode[v])) continue;
+    g_env_mode[v] = GP__CPU_HOST;
+    char valid[96] = "";
+    size_t n = 0;
+    for (int m = 0; m < GP__CPU_MODE_COUNT && n < sizeof valid; m++)
+      if (var_has(v, (gp__cpu_mode_t)m))
+        n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s%s", n ? ", " : "", k_mode_names[m],
+                              v == VAR_GEMM && m == GP__CPU_HOST ? " (or openblas)" : "");
+    GP__WARN(GP__SUB_ALL, "%s=%s is not one of %s: using host", k_var_names[v], e, valid);
+  }
+}
+
+gp__cpu_mode_t gp__cpu_mode(gp__op_t op) {
+  const int v = var_of(op);
+  const int o = atomic_load_explicit(&g_override[v], memory_order_relaxed);
+  if (o >= 0) return (gp__cpu_mode_t)o;
+  pthread_once(&g_env_once, read_env);
+  return g_env_mode[v];
+}
+
+void gp__cpu_mode_set(gp__op_t op, int mode) {
+  const int v = var_of(op);
+  if (mode >= GP__CPU_MODE_COUNT) mode = -1;
+  if (mode >= 0 && !var_has(v, (gp__cpu_mode_t)mode)) mode = GP__CPU_HOST;
+  atomic_store_explicit(&g_override[v], mode, memory_order_relaxed);
+}
+
+/* ---- which families run here --------------------------------------------------------------- */
+
+/* cpu backend: the families mode m enables (src/dispatch.h, gp__cpu_mode_t). */
+static bool cpu_enables(gp__cpu_mode_t m, gp__family_t f) {
+  switch (f) {
+    case GP__FAMILY_HOST: return m == GP__CPU_HOST || m == GP__CPU_PACKED;
+    case GP__FAMILY_SM90A: return m == GP__CPU_SM90A;
+    case GP__FAMILY_SM80: return m == GP__CPU_SM80 || m == GP__CPU_SM90A;
+    case GP__FAMILY_MFMA: return m == GP__CPU_MFMA;
+    case GP__FAMILY_PORTABLE:
+      return m == GP__CPU_PORTABLE || m == GP__CPU_SM80 || m == GP__CPU_SM90A || m == GP__CPU_MFMA;
+  }
+  return false;
+}
+
+/* The sm_90a kernels stay gated on cuda until a GPU run validates them (docs/PERFORMANCE.md). */
+static bool sm90a_gate_open(void) {
+  const char *e = getenv("GP_ENABLE_SM90A");
+  return e != NULL && strcmp(e, "1") == 0;
+}
+
+/* cuda and hip: the families the device runs. */
+static bool gpu_enables(const gp__dispatch_t *d, gp__family_t f, char *why, size_t why_len) {
+  const bool cuda = GP__BACKEND == GP_BACKEND_CUDA;
+  switch (f) {
+    case GP__FAMILY_PORTABLE: return true;
+    case GP__FAMILY_MFMA:
+      if (!cuda) return true;
+      snprintf(why, why_len, "not an AMD device");
+      return false;
+    case GP__FAMILY_SM80:
+      if (cuda && d->cc_major >= 8) return true;
+      snprintf(why, why_len, "compute capability %d.%d (8.0 and above)", d->cc_major, d->cc_minor);
+      return false;
+    case GP__FAMILY_SM90A:
+      if (cuda && d->cc_major == 9 && d->cc_minor == 0 && sm90a_gate_open()) return true;
+      if (cuda && d->cc_major == 9 && d->cc_minor == 0)
+        snprintf(why, why_len, "gated until a GPU run validates it: GP_ENABLE_SM90A=1 enables it");
+      else
+        snprintf(why, why_len, "compute capability %d.%d (9.0)", d->cc_major, d->cc_minor);
+      return false;
+    case GP__FAMILY_HOST:
+      snprintf(why, why_len, "the cpu backend's");
+      return false;
+  }
+  return false;
+}
+
+gp_status_t gp__dispatch_begin(gp__dispatch_t *d, gp__op_t op, const char *func, char *declined,
+                               size_t declined_len) {
+  memset(d, 0, sizeof *d);
+  d->op = op;
+  d->declined = declined;
+  d->declined_len = declined_len;
+  if (declined_len) declined[0] = '\0';
+  if (GP__BACKEND == GP_BACKEND_CPU) {
+    d->mode = gp__cpu_mode(op);
+    return GP_SUCCESS;
+  }
+  const gp_device_props_t *props;
+  GP__TRY(gp__api_props(func, gp__current_device(), &props));
+  d->cc_major = props->compute_capability_major;
+  d->cc_minor = props->compute_capability_minor;
+  d->multiprocessors = props->multiprocessor_count;
+  return GP_SUCCESS;
+}
+
+bool gp__dispatch_eligible(const gp__dispatch_t *d, const char *entry, gp__family_t f, char *why,
+                           size_t why_len) {
+  if (gp__dispatch_test_off) {
+    char full[64];
+    snprintf(full, sizeof full, "%s.%s", gp__op_name(d->op), entry);
+    if (gp__dispatch_test_off(full)) {
+      snprintf(why, why_len, "switched off (GP__DISPATCH_DISABLE=%s)", full);
+      return false;
+    }
+  }
+  if (GP__BACKEND != GP_BACKEND_CPU) return gpu_enables(d, f, why, why_len);
+  if (cpu_enables(d->mode, f)) return true;
+  snprintf(why, why_len, "%s=%s", k_var_names[var_of(d->op)], gp__cpu_mode_name(d->mode));
+  return false;
+}
+
+void gp__dispatch_declined(gp__dispatch_t *d, const char *entry, const char *why) {
+  if (d->declined_len == 0) return;
+  const size_t n = strlen(d->declined);
+  if (n + 1 < d->declined_len)
+    snprintf(d->declined + n, d->declined_len - n, "%s%s: %s", n ? "; " : "", entry, why);
+}
+
+void gp__dispatch_chose(const gp__dispatch_t *d, const char *kernel) {
+  if (gp__dispatch_test_chose) gp__dispatch_test_chose(d->op, kernel);
+}
+
+gp_status_t gp__dispatch_none(const gp__dispatch_t *d, const char *func) {
+  return gp__error(GP_ERROR_NOT_SUPPORTED, func, "no %s implementation takes this call (%s)",
+                   gp__op_name(d->op), d->declined_len ? d->declined : "");
+}
