@@ -53,7 +53,7 @@ k = steps["kernels"]["figures"]
 assert sorted(k["modes"]) == ["host", "mfma", "portable", "sm80", "sm90a"], k["modes"]
 for mode, ran in k["kernels_by_mode"].items():
     assert ran, "mode %s names no kernel" % mode
-assert any("_sm90_" in n for n in k["kernels_by_mode"]["sm90a"]), k["kernels_by_mode"]["sm90a"]
+assert any("_sm90a_" in n for n in k["kernels_by_mode"]["sm90a"]), k["kernels_by_mode"]["sm90a"]
 assert any("_sm80_" in n for n in k["kernels_by_mode"]["sm80"])
 assert any("mfma" in n for n in k["kernels_by_mode"]["mfma"])
 assert steps["bench-gemm"]["kernels"] and steps["bench-attention"]["kernels"], "bench kernels"
