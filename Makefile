@@ -262,11 +262,14 @@ mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
 
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
-# backend under ASan+UBSan. GPU builds skip at run time when no device answers.
+# backend under ASan+UBSan. GPU builds skip at run time when no device answers. Then the
+# porting test and the shared library loaded with dlopen where static TLS is scarce
+# (test/tls/check.sh).
 test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) sh test/run.sh build/cpu-san/test
 	$(if $(filter cpu,$(BACKEND)),sh test/port/check.sh lib)
+	sh test/tls/check.sh lib/libgpuport-$(BACKEND).so
 	$(if $(and $(MPICC),$(MPIRUN)),sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,@echo "mpicc or mpirun not found: MPI test skipped")
 
 # The executor's suites under valgrind memcheck (fiber stacks are registered with it; it

@@ -198,8 +198,7 @@ static struct {
  * thread at once, and two that each hold part of the pool would wait for each other. */
 static pthread_mutex_t g_coop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static pthread_key_t g_worker_key;
-static __thread worker_t *t_worker;
+static pthread_key_t g_worker_key; /* the thread's worker_t, freed when it exits */
 
 static void worker_free(void *p) {
   worker_t *w = (worker_t *)p;
@@ -271,7 +270,7 @@ static bool is_overflow(const gp__fiber_t *f, uintptr_t addr, uintptr_t sp) {
 }
 
 static void fault_handler(int sig, siginfo_t *si, void *uctx) {
-  worker_t *w = t_worker;
+  worker_t *w = (worker_t *)gp__cpu_tls.worker; /* set while the thread runs a grid */
   if (w && w->job && w->cur && w->cur != &w->sup) {
     uintptr_t addr = (uintptr_t)si->si_addr, sp = 0;
 #if defined(__x86_64__)
@@ -318,9 +317,9 @@ static void init_once(void) {
 }
 
 static worker_t *worker_self(void) {
-  worker_t *w = t_worker;
-  if (w) return w;
   pthread_once(&g_once, init_once);
+  worker_t *w = (worker_t *)pthread_getspecific(g_worker_key);
+  if (w) return w;
   w = (worker_t *)calloc(1, sizeof *w);
   if (!w) return NULL;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -334,8 +333,10 @@ static worker_t *worker_self(void) {
   w->arena = (unsigned char *)m;
   GP__POISON(w->arena, w->arena_bytes);
   altstack_install(w);
-  t_worker = w;
-  pthread_setspecific(g_worker_key, w);
+  if (pthread_setspecific(g_worker_key, w) != 0) {
+    worker_free(w);
+    return NULL;
+  }
   return w;
 }
 
