@@ -130,6 +130,7 @@ static int g_ndev;
 static pthread_key_t g_pt_key; /* the thread's pt_streams_t, released when it exits */
 static cpu_capture_t *g_captures;     /* active captures */
 static atomic_int g_ncaptures;        /* their number: the checks' fast path reads it unlocked */
+
 gp_status_t gp__cpu_check_may_wait(const char *func) {
   const gp__thread_t *t = gp__thread_peek();
   if (t == NULL || t->in_host_fn == 0) return GP_SUCCESS;
