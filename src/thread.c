@@ -6,10 +6,10 @@
  * executor's context (gp__cpu_tls, initial-exec for the speed of every GPU thread,
  * docs/LAUNCH_ABI.md section 3) makes that whole block static. A library loaded with
  * dlopen (Python's ctypes, plugin hosts) takes static TLS from a surplus that glibc sizes
- * at startup for all such libraries of the process together (about 1.6 KB by default:
- * 144 bytes per dlmopen namespace for libc, 144 per namespace for libraries such as
- * libgomp, and glibc.rtld.optional_static_tls, elf/dl-tls.c), so the block stays the
- * context alone.
+ * at startup for all such libraries of the process together (about 1.7 KB by default:
+ * 144 bytes for libc in each dlmopen namespace but the first, 144 per namespace for
+ * libraries such as libgomp, and glibc.rtld.optional_static_tls; glibc elf/dl-tls.c),
+ * so the block stays the context alone.
  *
  * The state is made on first use and freed by the key's destructor when the thread
  * exits (POSIX pthread_key_create: a destructor that makes the value again is run again,
