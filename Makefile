@@ -336,7 +336,8 @@ mpi: $(MPI_LIB) $(if $(MPICC),build/mpi/test_comm_mpi)
 
 # ---- running the tests ---------------------------------------------------------------
 # Every suite on the default backend with 1 and 4 virtual CPU devices, then the cpu
-# backend under ASan+UBSan, the porting test and the MPI test. GPU builds skip at run
+# backend under ASan+UBSan, the porting test, the library loaded with dlopen where static
+# TLS is scarce (test/tls/check.sh) and the MPI test. GPU builds skip at run
 # time when no device answers (counted as skipped). Every step runs, whatever the one
 # before it gave; the last line adds them up: runs passed, failed, skipped, seconds.
 TEST_TALLY := build/test-tally
@@ -347,6 +348,7 @@ test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "porting test" sh test/port/check.sh lib)
 	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "telemetry exporter" sh test/telemetry/exporter.sh bin/gpuport-cpu)
 	$(if $(and $(MPICC),$(MPIRUN)),-BACKEND=$(BACKEND) GP_TEST_TALLY=$(TEST_TALLY) GP_TEST_TIMEOUT=900 sh test/run.sh --run "MPI test" sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "MPI test (mpicc or mpirun not found)" sh -c 'exit 77')
+	-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "dlopen where static TLS is scarce" sh test/tls/check.sh lib/libgpuport-$(BACKEND).so
 	@sh test/run.sh --end $(TEST_TALLY)
 
 # The executor's suites under valgrind memcheck (fiber stacks are registered with it; it

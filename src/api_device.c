@@ -55,14 +55,17 @@ gp_status_t gp__api_check_device(const char *func, const char *arg, int dev) {
 static pthread_mutex_t g_props_mu = PTHREAD_MUTEX_INITIALIZER;
 static gp_device_props_t g_props[GP__PROPS_CACHED];
 static bool g_props_valid[GP__PROPS_CACHED];
-static __thread gp_device_props_t tl_props; /* for ordinals beyond the cache */
 
 gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **props) {
   GP__TRY(gp__api_check_device(func, "device", dev));
-  if (dev >= GP__PROPS_CACHED) {
-    gp_device_props_init(&tl_props);
-    GP__TRY(gp__be_device_get_props(&tl_props, dev));
-    *props = &tl_props;
+  if (dev >= GP__PROPS_CACHED) { /* into the calling thread's state */
+    gp__thread_t *t = gp__thread();
+    if (t == NULL)
+      return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "no host memory for the properties of device %d",
+                       dev);
+    gp_device_props_init(&t->props);
+    GP__TRY(gp__be_device_get_props(&t->props, dev));
+    *props = &t->props;
     return GP_SUCCESS;
   }
   pthread_mutex_lock(&g_props_mu);
@@ -140,8 +143,7 @@ GP_API gp_status_t gp_device_count(int *count) {
 GP_API gp_status_t gp_device_set(int device) {
   GP__TRY(gp__api_check_device(__func__, "device", device));
   GP__TRY(gp__be_device_set(device));
-  gp__set_current_device(device);
-  return GP_SUCCESS;
+  return gp__set_current_device(device, __func__);
 }
 
 GP_API gp_status_t gp_device_get(int *device) {

@@ -179,7 +179,8 @@ static gp_status_t check_comm(gp_comm_t comm, const char *func) {
 
 /* ---- the thread's group ------------------------------------------------------------------------ */
 
-typedef struct group {
+/* Made by the thread's first gp_group_start, kept in its state (src/thread.c). */
+typedef struct gp__comm_group {
   int depth;
   gp__comm_call_t *calls;
   size_t ncalls, cap_calls;
@@ -189,7 +190,22 @@ typedef struct group {
   size_t nsplits, cap_splits;
 } group_t;
 
-static _Thread_local group_t tl_group;
+/* The calling thread's group; NULL when it never opened one. */
+static group_t *group_peek(void) {
+  gp__thread_t *t = gp__thread_peek();
+  return t ? t->comm_group : NULL;
+}
+
+static int group_depth(void) {
+  const group_t *g = group_peek();
+  return g ? g->depth : 0;
+}
+
+/* The open group, NULL (the calls run now) when there is none. */
+static group_t *group_open(void) {
+  group_t *g = group_peek();
+  return g && g->depth > 0 ? g : NULL;
+}
 
 static gp_status_t grow(void **arr, size_t *cap, size_t need, size_t elem, const char *func) {
   if (need <= *cap) return GP_SUCCESS;
@@ -209,8 +225,22 @@ static void group_reset(group_t *g) {
   memset(g, 0, sizeof(*g));
 }
 
+/* A thread that exits inside a group never gets its outputs: the communicators made for
+ * its queued inits and splits are freed with the group. */
+void gp__comm_group_free(group_t *g) {
+  if (g == NULL) return;
+  for (size_t i = 0; i < g->ninits; i++) gp__comm_free(g->inits[i].comm);
+  for (size_t i = 0; i < g->nsplits; i++) gp__comm_free(g->splits[i].child);
+  group_reset(g);
+  free(g);
+}
+
 GP_API gp_status_t gp_group_start(void) {
-  tl_group.depth++;
+  gp__thread_t *t = gp__thread();
+  if (t != NULL && t->comm_group == NULL) t->comm_group = (group_t *)calloc(1, sizeof(group_t));
+  if (t == NULL || t->comm_group == NULL)
+    return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory for the thread's group");
+  t->comm_group->depth++;
   return GP_SUCCESS;
 }
 
@@ -243,8 +273,8 @@ static void finish_splits(gp__comm_split_t *sp, size_t n) {
 }
 
 GP_API gp_status_t gp_group_end(void) {
-  group_t *g = &tl_group;
-  if (g->depth == 0)
+  group_t *g = group_peek();
+  if (g == NULL || g->depth == 0)
     return GP__ERR(GP_ERROR_INVALID_VALUE, "no group is open on this thread (gp_group_start)");
   if (--g->depth > 0) return GP_SUCCESS;
   group_t mine = *g; /* the backend may start groups of its own on this thread */
@@ -323,10 +353,10 @@ static gp_status_t init_rank(gp_comm_t *comm, int nranks, const gp_comm_id_t *id
   if (c == NULL) return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "no host memory for a communicator");
   GP__INFO(GP__SUB_COMM, "%s: rank %d of %d on device %d (%s, timeout %.3g s%s)%s", func, rank,
            nranks, c->device, c->be->name, timeout_s, blocking ? "" : ", non-blocking",
-           tl_group.depth ? " in a group" : "");
+           group_depth() ? " in a group" : "");
   gp__comm_init_t rec = {c, *id, comm, GP_ERROR_INTERNAL};
-  group_t *g = &tl_group;
-  if (g->depth > 0) {
+  group_t *g = group_open();
+  if (g != NULL) {
     gp_status_t s = grow((void **)&g->inits, &g->cap_inits, g->ninits + 1, sizeof(rec), func);
     if (s != GP_SUCCESS) {
       gp__comm_free(c);
@@ -415,9 +445,9 @@ GP_API gp_status_t gp_comm_split(gp_comm_t comm, int color, int key, gp_comm_t *
     if (sp.child == NULL) return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory");
   }
   GP__INFO(GP__SUB_COMM, "%s: rank %d of %d, color %d, key %d%s", __func__, comm->rank,
-           comm->nranks, color, key, tl_group.depth ? " (in a group)" : "");
-  group_t *g = &tl_group;
-  if (g->depth > 0) {
+           comm->nranks, color, key, group_depth() ? " (in a group)" : "");
+  group_t *g = group_open();
+  if (g != NULL) {
     gp_status_t s = grow((void **)&g->splits, &g->cap_splits, g->nsplits + 1, sizeof(sp), __func__);
     if (s != GP_SUCCESS) {
       gp__comm_free(sp.child);
@@ -533,7 +563,7 @@ static void log_call(const gp__comm_call_t *c, const char *func) {
           func, (void *)c->comm, c->comm->rank, c->comm->nranks, c->comm->device,
           (unsigned long long)c->seq, c->count, gp_dtype_name(c->dtype), extra, c->send,
           (void *)c->recv, inplace ? " in place" : "", (void *)c->stream, c->comm->be->name,
-          tl_group.depth ? ", in a group" : "");
+          group_depth() ? ", in a group" : "");
 }
 
 /* Packs, checks, logs and enqueues (or keeps for the group) one call. */
@@ -543,8 +573,8 @@ static gp_status_t submit(gp__comm_call_t c, gp_stream_t stream, const char *fun
   c.seq = ++c.comm->seq;
   pthread_mutex_unlock(&c.comm->mu);
   log_call(&c, func);
-  group_t *g = &tl_group;
-  if (g->depth > 0) {
+  group_t *g = group_open();
+  if (g != NULL) {
     GP__TRY(grow((void **)&g->calls, &g->cap_calls, g->ncalls + 1, sizeof(c), func));
     g->calls[g->ncalls++] = c;
     return GP_SUCCESS;

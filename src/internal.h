@@ -11,6 +11,7 @@
 #ifndef GP_INTERNAL_H
 #define GP_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -128,10 +129,48 @@ gp_status_t gp__handle_add(const void *h, gp__handle_kind_t kind);
 bool gp__handle_remove(const void *h, gp__handle_kind_t kind);
 bool gp__handle_valid(const void *h, gp__handle_kind_t kind);
 
+/* ---- the calling thread's state (src/thread.c) ------------------------------------ */
+/* The library keeps no thread-local variable but the CPU executor's context
+ * (gp__cpu_tls, docs/LAUNCH_ABI.md section 3): every thread-local of an ELF module shares
+ * one TLS block, and the context's initial-exec model puts that whole block in the
+ * static TLS that glibc has little of for libraries loaded with dlopen. Everything else
+ * per thread lives here, on the heap, made on first use and freed when the thread exits. */
+#define GP__MSG_LEN 1024
+struct gp__comm_group;
+typedef struct gp__thread {
+  char message[GP__MSG_LEN];         /* the last failure's message (status.c) */
+  int device;                        /* the current device (registry.c) */
+  int in_host_fn;                    /* cpu: depth of host functions running (cpu/stream.c) */
+  gp_device_props_t props;           /* properties beyond api_device.c's cache */
+  struct gp__comm_group *comm_group; /* the open gp_group_start, made on first use (comm.c) */
+} gp__thread_t;
+/* The calling thread's state, made on first use; NULL when out of host memory. */
+gp__thread_t *gp__thread(void);
+/* The calling thread's state if it has one (never allocates). Inline: every launch reads
+ * the current device through it. The key is made when the library loads; before that
+ * (another object's constructor calling in first) gp__thread_key_ready() makes it. */
+extern pthread_key_t gp__thread_key;
+extern int gp__thread_key_state; /* 0: not made yet, 1: made, -1: cannot be made (atomic) */
+bool gp__thread_key_ready(void);
+static inline gp__thread_t *gp__thread_peek(void) {
+  int st = __atomic_load_n(&gp__thread_key_state, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(st <= 0, 0) && !gp__thread_key_ready()) return NULL;
+  return (gp__thread_t *)pthread_getspecific(gp__thread_key);
+}
+/* States of threads of the process not yet freed (the tests count them). */
+long gp__thread_live(void);
+/* Frees a group left open by an exiting thread (comm.c); NULL is a no-op. */
+void gp__comm_group_free(struct gp__comm_group *g);
+
 /* ---- devices -------------------------------------------------------------------- */
-/* The calling thread's current device (a thread-local, default 0). */
-int gp__current_device(void);
-void gp__set_current_device(int device);
+/* The calling thread's current device: 0 for a thread that never chose one (inline:
+ * every launch reads it). Setting another device than 0 makes the thread's state:
+ * GP_ERROR_OUT_OF_MEMORY (with message) when there is no memory (registry.c). */
+static inline int gp__current_device(void) {
+  const gp__thread_t *t = gp__thread_peek();
+  return t ? t->device : 0;
+}
+gp_status_t gp__set_current_device(int device, const char *func);
 
 /* ---- stream resolution ------------------------------------------------------------ */
 /* Resolves NULL / GP_STREAM_LEGACY / GP_STREAM_PER_THREAD / a handle to the backend's

@@ -194,7 +194,14 @@ bool gp__handle_valid(const void *h, gp__handle_kind_t kind) {
 }
 
 /* ---- current device --------------------------------------------------------------- */
-static _Thread_local int current_device;
-
-int gp__current_device(void) { return current_device; }
-void gp__set_current_device(int device) { current_device = device; }
+/* In the thread's state (src/thread.c); gp__current_device() reads it (internal.h). */
+gp_status_t gp__set_current_device(int device, const char *func) {
+  gp__thread_t *t = device == 0 ? gp__thread_peek() : gp__thread();
+  if (t == NULL) {
+    if (device == 0) return GP_SUCCESS;
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, func,
+                     "no host memory for the calling thread's state (device %d)", device);
+  }
+  t->device = device;
+  return GP_SUCCESS;
+}

@@ -1,6 +1,7 @@
 /*
- * status.c - status names and strings, the thread-local error message, and the
- * per-device asynchronous error (docs/design/API.md "Asynchronous errors").
+ * status.c - status names and strings, the calling thread's error message (kept in its
+ * state, src/thread.c), and the per-device asynchronous error (docs/design/API.md
+ * "Asynchronous errors").
  */
 #include "internal.h"
 
@@ -9,10 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GP__MSG_LEN 1024
 #define GP__MAX_DEVICES 256
-
-static _Thread_local char tls_message[GP__MSG_LEN];
 
 const char *gp_status_name(gp_status_t status) {
   switch (status) {
@@ -34,22 +32,37 @@ const char *gp_status_string(gp_status_t status) {
   return "unknown status";
 }
 
-const char *gp_last_error_message(void) { return tls_message; }
+/* A thread that never failed has no state to read: its message is "". */
+const char *gp_last_error_message(void) {
+  const gp__thread_t *t = gp__thread_peek();
+  return t ? t->message : "";
+}
 
-void gp__clear_error(void) { tls_message[0] = '\0'; }
+void gp__clear_error(void) {
+  gp__thread_t *t = gp__thread_peek();
+  if (t) t->message[0] = '\0';
+}
 
-static void set_message_v(const char *func, const char *fmt, va_list ap) {
-  int n = snprintf(tls_message, sizeof(tls_message), "%s: ", func);
-  if (n < 0 || (size_t)n >= sizeof(tls_message)) return;
-  vsnprintf(tls_message + n, sizeof(tls_message) - (size_t)n, fmt, ap);
+static void set_message_v(char *msg, size_t len, const char *func, const char *fmt, va_list ap) {
+  int n = snprintf(msg, len, "%s: ", func);
+  if (n < 0 || (size_t)n >= len) return;
+  vsnprintf(msg + n, len - (size_t)n, fmt, ap);
 }
 
 gp_status_t gp__error(gp_status_t status, const char *func, const char *fmt, ...) {
+  gp__thread_t *t = gp__thread();
+  char spare[256]; /* without memory for the thread's state the log still names the failure */
+  char *msg = t ? t->message : spare;
+  size_t len = t ? sizeof(t->message) : sizeof(spare);
   va_list ap;
   va_start(ap, fmt);
-  set_message_v(func, fmt, ap);
+  set_message_v(msg, len, func, fmt, ap);
   va_end(ap);
-  gp__log(GP__LOG_INFO, GP__SUB_ALL, "%s (%s)", tls_message, gp_status_name(status));
+  if (t)
+    gp__log(GP__LOG_INFO, GP__SUB_ALL, "%s (%s)", msg, gp_status_name(status));
+  else
+    gp__log(GP__LOG_WARN, GP__SUB_ALL, "%s (%s; no host memory to keep the message for "
+            "gp_last_error_message)", msg, gp_status_name(status));
   return status;
 }
 

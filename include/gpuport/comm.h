@@ -417,8 +417,10 @@ GP_API gp_status_t gp_recv(void *buf, size_t count, gp_dtype_t dtype, int peer, 
  *        send/receive, gp_comm_init_rank*() and gp_comm_split() calls up to the
  *        matching gp_group_end() are checked at once and issued together there, so one
  *        thread can drive several ranks and point-to-point calls never deadlock.
- *        Groups nest; the outermost gp_group_end() issues.
- * @return ::GP_SUCCESS.
+ *        Groups nest; the outermost gp_group_end() issues. A thread that exits with a
+ *        group open drops its calls: the communicators its gp_comm_init_rank*() and
+ *        gp_comm_split() calls were making are freed, their outputs never written.
+ * @return ::GP_SUCCESS; ::GP_ERROR_OUT_OF_MEMORY (no host memory for the thread's group).
  */
 GP_API gp_status_t gp_group_start(void);
 

@@ -113,7 +113,9 @@ typedef struct gp__cpu_uint3 {
   unsigned x, y, z;
 } gp__cpu_uint3_t;
 
-/** The per-OS-thread context of the GPU thread running now (initial-exec TLS). */
+/** The per-OS-thread context of the GPU thread running now (initial-exec TLS: the
+ *  library's only thread-local, so that it loads with dlopen where static TLS is scarce;
+ *  docs/LAUNCH_ABI.md section 3). */
 typedef struct gp__cpu_ctx {
   gp__cpu_uint3_t thread_idx;    /* threadIdx */
   gp__cpu_uint3_t block_idx;     /* blockIdx */

@@ -113,7 +113,9 @@ GP_API gp_status_t gp_device_count(int *count);
 /**
  * @brief Makes @p device the current device of the calling host thread (cudaSetDevice).
  * @param[in] device ordinal in [0, count).
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_DEVICE, ::GP_ERROR_NO_DEVICE.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_DEVICE, ::GP_ERROR_NO_DEVICE,
+ *         ::GP_ERROR_OUT_OF_MEMORY (no host memory for the thread's state, which a
+ *         device other than 0 needs).
  */
 GP_API gp_status_t gp_device_set(int device);
 

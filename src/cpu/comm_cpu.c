@@ -999,9 +999,9 @@ static gp_status_t enqueue_on_device(const gp__comm_call_t *const *list, size_t 
  * whichever device is current when a group ends (as NCCL launches on the comm's device). */
 static gp_status_t enqueue_work(const gp__comm_call_t *const *list, size_t m, bool grouped) {
   int saved = gp__current_device();
-  gp__set_current_device(list[0]->comm->device);
+  GP__TRY(gp__set_current_device(list[0]->comm->device, "gpuport collective"));
   gp_status_t st = enqueue_on_device(list, m, grouped);
-  gp__set_current_device(saved);
+  (void)gp__set_current_device(saved, "gpuport collective"); /* the state exists now: this cannot fail */
   return st;
 }
 

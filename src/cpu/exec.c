@@ -219,8 +219,7 @@ static struct {
  * thread at once, and two that each hold part of the pool would wait for each other. */
 static pthread_mutex_t g_coop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static pthread_key_t g_worker_key;
-static __thread worker_t *t_worker;
+static pthread_key_t g_worker_key; /* the thread's worker_t, freed when it exits */
 
 static void worker_free(void *p) {
   worker_t *w = (worker_t *)p;
@@ -364,7 +363,7 @@ static void chain(int sig, siginfo_t *si, void *uctx, const struct sigaction *ol
 }
 
 static void fault_handler(int sig, siginfo_t *si, void *uctx) {
-  worker_t *w = t_worker;
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
   if (w && w->job && w->cur && w->cur != &w->sup) {
     w->in_kernel = 0; /* the watchdog's signal must not abandon this handler half way */
     uintptr_t addr = (uintptr_t)si->si_addr;
@@ -425,7 +424,7 @@ static bool pc_in_kernel(const job_t *j, uintptr_t pc) {
 
 static void watchdog_handler(int sig, siginfo_t *si, void *uctx) {
   int saved = errno;
-  worker_t *w = t_worker;
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
   bool ours = si->si_code == SI_TKILL && si->si_pid == getpid();
   if (ours && w && w->in_kernel && w->job && w->cur && w->cur != &w->sup &&
       __atomic_load_n(&w->job->stop, __ATOMIC_ACQUIRE) && pc_in_kernel(w->job, context_pc(uctx))) {
@@ -453,9 +452,9 @@ static void init_once(void) {
 }
 
 static worker_t *worker_self(void) {
-  worker_t *w = t_worker;
-  if (w) return w;
   pthread_once(&g_once, init_once);
+  worker_t *w = (worker_t *)pthread_getspecific(g_worker_key);
+  if (w) return w;
   w = (worker_t *)calloc(1, sizeof *w);
   if (!w) return NULL;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -469,8 +468,10 @@ static worker_t *worker_self(void) {
   w->arena = (unsigned char *)m;
   GP__POISON(w->arena, w->arena_bytes);
   altstack_install(w);
-  t_worker = w;
-  pthread_setspecific(g_worker_key, w);
+  if (pthread_setspecific(g_worker_key, w) != 0) {
+    worker_free(w);
+    return NULL;
+  }
   return w;
 }
 
@@ -1483,7 +1484,7 @@ static int kernel_vprintf(worker_t *w, unsigned flags, const char *fmt, va_list 
 }
 
 GP_API int gp__cpu_printf(const char *fmt, ...) {
-  worker_t *w = t_worker;
+  worker_t *w = (worker_t *)gp__cpu_tls.worker;
   va_list ap;
   va_start(ap, fmt);
   int n;

@@ -89,10 +89,10 @@ void gp__fiber_stack_free(gp__fiber_t *f) {
 }
 
 #ifdef GP__FIBER_UCONTEXT
-/* makecontext passes ints only: the fiber being started is handed over here. */
-static __thread gp__fiber_t *gp__uc_starting;
-static void gp__uc_entry(void) {
-  gp__fiber_t *f = gp__uc_starting;
+/* makecontext passes int arguments only (POSIX): the fiber comes as two 32-bit halves,
+ * not through a thread-local (the library keeps none but the executor's context). */
+static void gp__uc_entry(unsigned lo, unsigned hi) {
+  gp__fiber_t *f = (gp__fiber_t *)(uintptr_t)(((uint64_t)hi << 32) | lo);
   f->entry(f->arg);
   abort(); /* entries never return */
 }
@@ -134,7 +134,8 @@ void gp__fiber_prepare(gp__fiber_t *f, void (*entry)(void *), void *arg) {
   f->entry = entry;
   f->arg = arg;
   f->sp = top;
-  makecontext(&f->uc, gp__uc_entry, 0);
+  uint64_t p = (uint64_t)(uintptr_t)f;
+  makecontext(&f->uc, (void (*)(void))gp__uc_entry, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
 #endif
 }
 
@@ -148,7 +149,6 @@ void gp__fiber_switch(gp__fiber_t *from, gp__fiber_t *to, bool dying) {
 #ifdef GP__FIBER_ASM
   gp__fiber_swap(&from->sp, to->sp);
 #else
-  gp__uc_starting = to;
   from->sp = __builtin_frame_address(0); /* depth, for unpoisoning after an abandon */
   swapcontext(&from->uc, &to->uc);
 #endif

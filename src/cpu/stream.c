@@ -127,15 +127,13 @@ static pthread_cond_t g_progress = PTHREAD_COND_INITIALIZER;
 static int g_waiters; /* threads waiting on g_progress: no broadcast when 0 */
 static cpu_dev_t g_dev[GP__CPU_MAX_DEVICES];
 static int g_ndev;
-static pthread_key_t g_pt_key;
-static __thread pt_streams_t *tl_pt;
+static pthread_key_t g_pt_key; /* the thread's pt_streams_t, released when it exits */
 static cpu_capture_t *g_captures;     /* active captures */
 static atomic_int g_ncaptures;        /* their number: the checks' fast path reads it unlocked */
-/* Set on a stream worker while it runs an application's host function. */
-static __thread bool tl_in_host_fn;
 
 gp_status_t gp__cpu_check_may_wait(const char *func) {
-  if (!tl_in_host_fn) return GP_SUCCESS;
+  const gp__thread_t *t = gp__thread_peek();
+  if (t == NULL || t->in_host_fn == 0) return GP_SUCCESS;
   /* The host function is itself pending work of its device: a wait for that work from
    * inside it never ends. CUDA forbids such calls (cudaErrorNotPermitted, when it
    * notices); here it always notices. */
@@ -257,11 +255,15 @@ static void run_op_on(int device, cpu_op_t *op, bool replay) {
     case OP_SET32:
       for (size_t i = 0; i < op->u.set.count; i++) ((uint32_t *)op->u.set.ptr)[i] = op->u.set.value;
       break;
-    case OP_HOST_FN:
-      tl_in_host_fn = true;
+    case OP_HOST_FN: {
+      /* Marked in the thread's state, so that a wait inside fails (gp__cpu_check_may_wait);
+       * without memory for the state the function still runs, unguarded. */
+      gp__thread_t *t = gp__thread();
+      if (t) t->in_host_fn++;
       op->u.host.fn(op->u.host.user);
-      tl_in_host_fn = false;
+      if (t) t->in_host_fn--;
       break;
+    }
     case OP_HOST_WORK:
       st = replay ? replay_host_work(op) : op->u.work.fn(op->u.work.user);
       if (st != GP_SUCCESS)
@@ -403,18 +405,22 @@ static struct gp_stream_s *stream_new(skind_t kind, int device, int priority) {
 }
 
 static struct gp_stream_s *per_thread_stream(int dev) {
-  if (tl_pt && tl_pt->s[dev]) return tl_pt->s[dev];
-  if (tl_pt == NULL) {
-    tl_pt = calloc(1, sizeof(*tl_pt));
-    if (tl_pt == NULL) return NULL;
-    pthread_setspecific(g_pt_key, tl_pt); /* so the thread's exit releases them */
+  pt_streams_t *pt = (pt_streams_t *)pthread_getspecific(g_pt_key);
+  if (pt && pt->s[dev]) return pt->s[dev];
+  if (pt == NULL) {
+    pt = calloc(1, sizeof(*pt));
+    if (pt == NULL) return NULL;
+    if (pthread_setspecific(g_pt_key, pt) != 0) { /* so the thread's exit releases them */
+      free(pt);
+      return NULL;
+    }
   }
   struct gp_stream_s *s = stream_new(S_PER_THREAD, dev, 0);
   if (s == NULL) return NULL;
   pthread_mutex_lock(&g_mu);
   stream_link(s);
   pthread_mutex_unlock(&g_mu);
-  tl_pt->s[dev] = s;
+  pt->s[dev] = s;
   return s;
 }
 

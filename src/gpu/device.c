@@ -22,8 +22,7 @@ gp_status_t gp__be_device_count(int *count) {
 
 gp_status_t gp__be_device_set(int device) {
   GP__GPU_TRY_DEV(device, gpuSetDevice, (device));
-  gp__set_current_device(device);
-  return GP_SUCCESS;
+  return gp__set_current_device(device, "gp_device_set");
 }
 
 /* An optional attribute: 0 when the runtime does not know it. */
