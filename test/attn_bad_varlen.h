@@ -64,7 +64,7 @@ typedef struct guarded {
   int reg;
 } guarded_t;
 
-static void *guarded_alloc(guarded_t *g, size_t bytes, int reg, unsigned char fill) {
+static inline void *guarded_alloc(guarded_t *g, size_t bytes, int reg, unsigned char fill) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + page - 1) / page * page;
   g->map_bytes = body + page;
   g->map = (unsigned char *)mmap(NULL, g->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -77,7 +77,7 @@ static void *guarded_alloc(guarded_t *g, size_t bytes, int reg, unsigned char fi
   return g->ptr;
 }
 
-static void guarded_free(guarded_t *g) {
+static inline void guarded_free(guarded_t *g) {
   if (g->reg) ck_assert_int_eq(gp_host_unregister(g->ptr), GP_SUCCESS);
   ck_assert_int_eq(munmap(g->map, g->map_bytes), 0);
 }
@@ -91,7 +91,7 @@ typedef struct bv_tensors {
   int32_t *cu_q, *cu_k;
 } bv_tensors_t;
 
-static void bv_alloc(bv_tensors_t *t, int reg) {
+static inline void bv_alloc(bv_tensors_t *t, int reg) {
   const size_t qb = (size_t)BV_TOKENS * BV_HQ * BV_D * 2, kb = (size_t)BV_TOKENS * BV_HKV * BV_D * 2;
   /* 0x3c00: f16 1.0 everywhere, so a run that does not fail computes finite values */
   t->q = guarded_alloc(&t->g[0], qb, reg, 0x3c);
@@ -107,14 +107,14 @@ static void bv_alloc(bv_tensors_t *t, int reg) {
   ck_assert_int_eq(gp_malloc((void **)&t->cu_k, (BV_BATCH + 1) * sizeof(int32_t)), GP_SUCCESS);
 }
 
-static void bv_free(bv_tensors_t *t) {
+static inline void bv_free(bv_tensors_t *t) {
   for (int i = 0; i < 9; i++) guarded_free(&t->g[i]);
   gp_free(t->cu_q);
   gp_free(t->cu_k);
 }
 
 /* The descriptor of shape s over t (its offsets copied into t's cu_seqlens). */
-static void bv_desc(gp_attention_desc_t *d, bv_tensors_t *t, const bad_varlen_t *s) {
+static inline void bv_desc(gp_attention_desc_t *d, bv_tensors_t *t, const bad_varlen_t *s) {
   ck_assert_int_eq(gp_memcpy(t->cu_q, s->cu_q, sizeof(s->cu_q)), GP_SUCCESS);
   ck_assert_int_eq(gp_memcpy(t->cu_k, s->cu_k, sizeof(s->cu_k)), GP_SUCCESS);
   gp_attention_desc_init(d);
@@ -130,7 +130,7 @@ static void bv_desc(gp_attention_desc_t *d, bv_tensors_t *t, const bad_varlen_t 
 /* The call's status st (then the next synchronisation's) is want, and the message names
  * the public function, a sequence at fault and its offsets, and, for a kernel (kernel
  * non-NULL), that kernel: the message of the launch names the kernel that failed. */
-static void bv_expect(gp_status_t st, gp_status_t want, const bad_varlen_t *s, const char *func,
+static inline void bv_expect(gp_status_t st, gp_status_t want, const bad_varlen_t *s, const char *func,
                       const char *const *kernels, const char *what) {
   if (st == GP_SUCCESS) st = gp_device_synchronize();
   const char *msg = gp_last_error_message();
