@@ -38,7 +38,9 @@ typedef struct gp__attn_seq {
   int64_t sq, sk;  /* its queries and keys */
   int64_t q0, k0;  /* its first row in the packed q, o (and lse) / k, v */
   int64_t wq, wk;  /* its first row in the backward's workspace arrays */
-  int64_t total_q; /* the row length of lse: cu_seqlens_q[batch] with varlen, else seqlen_q */
+  int64_t total_q; /* the row length of lse: cu_seqlens_q[batch] with varlen, else seqlen_q
+                      (kernels that store lse late re-read cu_seqlens_q[batch], the checked
+                      value, rather than hold it in registers through their main loop) */
 } gp__attn_seq_t;
 
 /* Why a sequence does not fit (gp__attn_sequence); GP__ATTN_SEQ_K is or-ed in when the

@@ -56,16 +56,16 @@
 #define AB_LOG2E 1.4426950408889634f
 
 /* One sequence of the batch: lengths, the first packed row (varlen), the first row in
- * the workspace and lse's row length (kernels/common/attention_seq.h: offsets that do not
- * fit the tensors or the workspace fail the launch here, before any barrier). */
+ * the workspace (kernels/common/attention_seq.h: offsets that do not fit the tensors or
+ * the workspace fail the launch here, before any barrier). */
 typedef struct ab_seq {
-  int64_t sq, sk, q_row0, k_row0, wq, total_q;
+  int64_t sq, sk, q_row0, k_row0, wq;
 } ab_seq_t;
 
 AF_INLINE ab_seq_t ab_sequence(const gp__attn_bwd_params_t *bp, int64_t b) {
   const gp__attn_seq_t w = GP__ATTN_SEQUENCE(&bp->f, b);
   ab_seq_t s;
-  s.sq = w.sq, s.sk = w.sk, s.q_row0 = w.q0, s.k_row0 = w.k0, s.wq = w.wq, s.total_q = w.total_q;
+  s.sq = w.sq, s.sk = w.sk, s.q_row0 = w.q0, s.k_row0 = w.k0, s.wq = w.wq;
   return s;
 }
 
@@ -73,7 +73,7 @@ AF_INLINE ab_seq_t ab_sequence(const gp__attn_bwd_params_t *bp, int64_t b) {
  * varlen [heads, total_q]). */
 AF_INLINE int64_t ab_lse_index(const gp__attn_params_t *p, int64_t b, int64_t h, const ab_seq_t *s,
                                int64_t i) {
-  return p->cu_q ? h * s->total_q + s->q_row0 + i : (b * p->heads_q + h) * p->seqlen_q + i;
+  return p->cu_q ? h * (int64_t)p->cu_q[p->batch] + s->q_row0 + i : (b * p->heads_q + h) * p->seqlen_q + i;
 }
 
 /* Index of delta = rowsum(dO o O) in the workspace (bp->ws_d, [rows_q][heads_q]). */

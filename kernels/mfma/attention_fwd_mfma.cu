@@ -242,7 +242,7 @@ AF_INLINE void af_attention(const gp__attn_params_t *pp, int D, int kind) {
   if (p.lse && h == 0) {
     const float v = l > 0.0f ? 0.69314718055994531f * (m + log2f(l)) : -INFINITY;
     if (p.cu_q)
-      p.lse[head * seq.total_q + q_row0 + iq] = v;
+      p.lse[head * (int64_t)p.cu_q[p.batch] + q_row0 + iq] = v; /* seq.total_q, re-read */
     else
       p.lse[(b * p.heads_q + head) * p.seqlen_q + iq] = v;
   }

@@ -204,7 +204,7 @@ GP_KERNEL void __launch_bounds__(ATT_THREADS) ATT_NAME(gp__attn_params_t p) {
       if (p.lse && t4 == 0) {
         const float v = sum > 0.0f ? m[mt][hf] * 0.69314718055994531f + logf(sum) : -INFINITY;
         if (p.cu_q)
-          p.lse[h * seq.total_q + q_row0 + i] = v;
+          p.lse[h * (int64_t)p.cu_q[p.batch] + q_row0 + i] = v; /* seq.total_q, re-read */
         else
           p.lse[(b * p.heads_q + h) * p.seqlen_q + i] = v;
       }
