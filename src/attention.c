@@ -211,13 +211,59 @@ static gp_status_t check_tensors(const char *func, const gp__attn_params_t *p,
   return GP_SUCCESS;
 }
 
+/* Rows of a packed [tokens, heads, dim] tensor (elements of elem bytes, row stride ss)
+ * that fit in the allocation holding ptr; GP__ATTN_TOKENS_UNKNOWN when gpuport does not
+ * know that allocation. */
+static int64_t packed_rows(const void *ptr, int64_t heads, int64_t dim, int64_t ss, int64_t hs,
+                           size_t elem) {
+  gp__alloc_info_t info;
+  int64_t span, t;
+  if (ptr == NULL || !gp__alloc_find(ptr, &info)) return GP__ATTN_TOKENS_UNKNOWN;
+  const size_t off = (size_t)((const char *)ptr - (const char *)info.base);
+  const int64_t avail = (int64_t)((info.bytes - off) / elem); /* elements from ptr on */
+  if (__builtin_mul_overflow(heads - 1, hs, &t) || __builtin_add_overflow(t, dim, &span) || avail < span)
+    return 0;
+  return (avail - span) / ss + 1; /* row r spans elements up to r * ss + span */
+}
+
+/* Lowers *tokens to the rows of each packed tensor of t (varlen: the kernels and the host
+ * implementation keep every sequence inside them; kernels/common/attention_seq.h). */
+static void varlen_tokens(const gp__attn_params_t *p, const tensor_ref_t *t, int n, int64_t *tokens) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  for (int i = 0; i < n; i++) {
+    const int64_t rows = packed_rows(t[i].ptr, t[i].heads, t[i].dim, t[i].ss, t[i].hs, es);
+    if (rows < *tokens) *tokens = rows;
+  }
+}
+
+/* Varlen: the tokens the packed q, o and lse (tokens_q) and k and v (tokens_k) hold. */
+static void varlen_fwd_tokens(gp__attn_params_t *p) {
+  const tensor_ref_t tq[] = {
+      {"desc->q", p->q, 0, p->heads_q, p->head_dim, 0, p->q_ss, p->q_hs},
+      {"desc->o", p->o, 0, p->heads_q, p->head_dim_v, 0, p->o_ss, p->o_hs},
+  };
+  const tensor_ref_t tk[] = {
+      {"desc->k", p->k, 0, p->heads_kv, p->head_dim, 0, p->k_ss, p->k_hs},
+      {"desc->v", p->v, 0, p->heads_kv, p->head_dim_v, 0, p->v_ss, p->v_hs},
+  };
+  p->tokens_q = p->tokens_k = GP__ATTN_TOKENS_UNKNOWN;
+  varlen_tokens(p, tq, 2, &p->tokens_q);
+  varlen_tokens(p, tk, 2, &p->tokens_k);
+  if (p->lse) { /* [heads_q, total_q] f32 */
+    const int64_t rows = packed_rows(p->lse, 1, 1, 1, 0, sizeof(float));
+    if (rows != GP__ATTN_TOKENS_UNKNOWN && rows / p->heads_q < p->tokens_q) p->tokens_q = rows / p->heads_q;
+  }
+}
+
 /* Each tensor must fit in the allocation it points into (when gpuport allocated it).
- * With varlen the packed lengths live in device memory, so only the offsets are checked. */
-static gp_status_t check_ranges(const char *func, const gp__attn_params_t *p) {
+ * With varlen the packed lengths live in device memory: the offsets are checked here,
+ * and the tokens each packed tensor holds go to the kernels, which check the lengths. */
+static gp_status_t check_ranges(const char *func, gp__attn_params_t *p) {
   size_t bytes;
   if (p->cu_q) {
     GP__TRY(gp__api_check_range(func, "desc->cu_seqlens_q", p->cu_q, (size_t)(p->batch + 1) * sizeof(int32_t)));
     GP__TRY(gp__api_check_range(func, "desc->cu_seqlens_k", p->cu_k, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    varlen_fwd_tokens(p);
     return GP_SUCCESS;
   }
   const tensor_ref_t t[] = {
@@ -343,7 +389,7 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
 
 /* The arguments beyond the descriptor: every pointer set and aligned to its elements, the
  * workspace large enough and 16-byte aligned, every tensor inside its allocation. */
-static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, const void *d_o,
+static gp_status_t check_bwd_args(const char *func, gp__attn_params_t *p, const void *d_o,
                                   void *dq, void *dk, void *dv, void *workspace,
                                   size_t workspace_bytes, const bwd_layout_t *w) {
   if (p->lse == NULL)
@@ -368,13 +414,17 @@ static gp_status_t check_bwd_args(const char *func, const gp__attn_params_t *p, 
     return ATTN_ERR(GP_ERROR_INVALID_VALUE, "'workspace' (%p) is not 16-byte aligned", workspace);
   GP__TRY(check_ranges(func, p));
   GP__TRY(gp__api_check_range(func, "workspace", workspace, w->bytes));
-  if (p->cu_q) return GP_SUCCESS;
   const tensor_ref_t t[] = {
       {"d_o", d_o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
       {"dq", dq, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
       {"dk", dk, p->seqlen_k, p->heads_kv, p->head_dim, p->k_bs, p->k_ss, p->k_hs},
       {"dv", dv, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
   };
+  if (p->cu_q) { /* the gradients bound the sequences as the inputs do */
+    varlen_tokens(p, t, 2, &p->tokens_q);
+    varlen_tokens(p, t + 2, 2, &p->tokens_k);
+    return GP_SUCCESS;
+  }
   return check_tensors(func, p, t, 4);
 }
 

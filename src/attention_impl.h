@@ -26,8 +26,9 @@ extern "C" {
 /* One checked attention call. Strides are in elements and already defaulted; the
  * window already includes causal (causal is window_right = 0, intersected with the
  * user's window). Varlen: cu_q/cu_k non-NULL, seqlen_q/seqlen_k are the maxima, the
- * batch strides are unused and lse is [heads_q, total_q]. Passed by value to the
- * portable kernel, so it stays plain data. */
+ * batch strides are unused, lse is [heads_q, total_q], and tokens_q / tokens_k bound the
+ * packed tensors (the rule of kernels/common/attention_seq.h). Passed by value to the
+ * kernels, so it stays plain data. */
 typedef struct gp__attn_params {
   const void *q, *k, *v;
   void *o;
@@ -41,7 +42,13 @@ typedef struct gp__attn_params {
   int64_t window_left, window_right; /* -1: unbounded on that side */
   float scale;                    /* softmax scale, resolved */
   int dtype;                      /* gp_dtype_t: GP_F32, GP_F16 or GP_BF16 */
+  int64_t tokens_q, tokens_k;     /* varlen: the tokens the allocations of the packed q, o, lse
+                                     (and the backward's d_o, dq) / k, v (dk, dv) hold, the
+                                     smallest of them; GP__ATTN_TOKENS_UNKNOWN where gpuport
+                                     knows none of them */
 } gp__attn_params_t;
+
+#define GP__ATTN_TOKENS_UNKNOWN INT64_MAX
 
 /* Visible keys of query row i of a sequence with sq queries and sk keys: the inclusive
  * range [*lo, *hi], empty when *lo > *hi. The diagonal is bottom-right aligned
@@ -116,30 +123,8 @@ typedef struct gp__attn_bwd_params {
   int deterministic;    /* split s accumulates dq into slice s alone, in key-block order */
 } gp__attn_bwd_params_t;
 
-/* One sequence of a backward call: its lengths, its first row in the tensors and its
- * first row in the workspace arrays. A varlen sequence longer than seqlen_q / seqlen_k
- * (a caller error the host implementation reports) is cut there, and one whose rows
- * would leave the workspace is emptied, so every kernel's writes stay inside it. */
-typedef struct gp__attn_bwd_seq {
-  int64_t sq, sk, q0, k0, wq, wk;
-} gp__attn_bwd_seq_t;
-
-static inline GP_HOST_DEVICE gp__attn_bwd_seq_t gp__attn_bwd_sequence(const gp__attn_bwd_params_t *p,
-                                                                     int64_t b) {
-  gp__attn_bwd_seq_t s;
-  s.sq = p->f.seqlen_q, s.sk = p->f.seqlen_k, s.q0 = 0, s.k0 = 0;
-  s.wq = b * p->f.seqlen_q, s.wk = b * p->f.seqlen_k;
-  if (p->f.cu_q) {
-    s.q0 = p->f.cu_q[b], s.k0 = p->f.cu_k[b];
-    s.sq = p->f.cu_q[b + 1] - s.q0, s.sk = p->f.cu_k[b + 1] - s.k0;
-    s.wq = s.q0 - p->f.cu_q[0], s.wk = s.k0 - p->f.cu_k[0];
-    if (s.sq > p->f.seqlen_q) s.sq = p->f.seqlen_q;
-    if (s.sk > p->f.seqlen_k) s.sk = p->f.seqlen_k;
-    if (s.sq < 0 || s.wq < 0 || s.wq + s.sq > p->rows_q) s.sq = 0;
-    if (s.sk < 0 || s.wk < 0 || s.wk + s.sk > p->rows_k) s.sk = 0;
-  }
-  return s;
-}
+/* The sequences of a backward call: gp__attn_sequence (kernels/common/attention_seq.h)
+ * of its forward parameters, whose tokens include the gradients. */
 
 /* Deterministic mode's dq slices for a shape: enough (sequence, head, split) work for
  * GP__ATTN_BWD_SPLIT_TARGET parallel blocks, at most one per 64 keys. It depends on the

@@ -31,6 +31,7 @@
 #include "check_util.h"
 #include "dispatch.h"
 #include "dispatch_hook.h"
+#include "attn_bad_varlen.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -618,6 +619,64 @@ START_TEST(test_message_survives) {
   gp_free(buf);
 }
 END_TEST
+/* ---- varlen offsets that do not fit -------------------------------------------------------- */
+
+#if defined(GP_BUILD_CPU)
+static void set_attention_mode(int mode) { gp__cpu_mode_set(GP__OP_ATTN_FWD, mode_cpu[mode]); }
+
+/* Every shape of attn_bad_varlen.h on implementation _i (a mode), over tensors that end
+ * at an unreadable page: the host implementation fails the call with
+ * GP_ERROR_INVALID_VALUE, each kernel its launch (GP_ERROR_LAUNCH_FAILED), naming the
+ * sequence; none reads past a tensor (that would fault, or under ASan end the process).
+ * The tensors are registered with gp_host_register, so gpuport knows where they end (and
+ * the sm_90a kernel takes varlen); unregistered, the shapes that need no extent to be
+ * refused are refused alike (sm90a then leaves the call to the sm_80 kernel). */
+START_TEST(test_bad_varlen) {
+  const int mode = _i;
+  static const char *const k_portable[] = {"gp__attention_fwd_portable", NULL};
+  static const char *const k_sm80[] = {"gp__attention_fwd_sm80_f16_d64", NULL};
+  static const char *const k_sm90a[] = {"gp__attention_fwd_sm90a_f16_d64", NULL};
+  static const char *const k_mfma[] = {"gp__attention_fwd_mfma_f16_d64", NULL};
+  for (int reg = 1; reg >= 0; reg--) {
+    bv_tensors_t t;
+    bv_alloc(&t, reg);
+    /* the width-64 build keeps the kernel's name (its descriptor is given explicitly) */
+    const char *const *kernels = mode == M_PORTABLE || mode == M_W64 ? k_portable
+                                 : mode == M_SM80   ? k_sm80
+                                 : mode == M_MFMA   ? k_mfma
+                                 : mode == M_SM90A  ? (reg ? k_sm90a : k_sm80)
+                                                    : NULL;
+    for (int i = 0; i < BV_NSHAPES; i++) {
+      const bad_varlen_t *sh = &bv_shapes[i];
+      if (!reg && sh->extent) continue;
+      gp_attention_desc_t d;
+      bv_desc(&d, &t, sh);
+      set_attention_mode(mode);
+      gp_status_t st = mode == M_W64 ? gp__attention_fwd_kernel(NULL, &d, GP_KERNEL_REF(gp__attention_fwd_portable_w64))
+                                     : gp_attention_fwd(NULL, &d);
+      char what[96];
+      snprintf(what, sizeof what, "%s%s", mode_names[mode], reg ? "" : " (unregistered)");
+      bv_expect(st, mode == M_DEFAULT ? GP_ERROR_INVALID_VALUE : GP_ERROR_LAUNCH_FAILED, sh, "gp_attention_fwd",
+                kernels, what);
+      printf("  bad varlen %-26s %-22s %s\n", sh->name, what, gp_last_error_message());
+    }
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+    /* The same tensors with offsets that fit: the call succeeds. */
+    static const bad_varlen_t ok = {"fits", BV_OKQ, BV_OKK, 0, 'q', 0};
+    gp_attention_desc_t d;
+    bv_desc(&d, &t, &ok);
+    set_attention_mode(mode);
+    gp_status_t st = mode == M_W64 ? gp__attention_fwd_kernel(NULL, &d, GP_KERNEL_REF(gp__attention_fwd_portable_w64))
+                                   : gp_attention_fwd(NULL, &d);
+    if (st == GP_SUCCESS) st = gp_device_synchronize();
+    gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
+    ck_assert_msg(st == GP_SUCCESS, "%s: offsets that fit: %s (%s)", mode_names[mode], gp_status_name(st),
+                  gp_last_error_message());
+    bv_free(&t);
+  }
+}
+END_TEST
+#endif
 
 /* ---- argument checks -------------------------------------------------------------------- */
 
@@ -752,8 +811,8 @@ START_TEST(test_errors) {
     gp_free(cu);
 
     /* Offsets within seqlen_q/seqlen_k whose totals (40 x 4 tokens) run past the packed
-     * tensors: o (2048 bytes) holds 128 tokens. An asynchronous error naming the tensor,
-     * not a read or write outside it. */
+     * tensors: o (2048 bytes) holds 128 tokens. An asynchronous error naming the first
+     * sequence that ends past them and the bound, not a read or write outside them. */
     int32_t cu_long[41];
     for (int b = 0; b <= 40; b++) cu_long[b] = 4 * b;
     ck_assert_int_eq(gp_malloc((void **)&cu, sizeof(cu_long)), GP_SUCCESS);
@@ -763,7 +822,8 @@ START_TEST(test_errors) {
     d.cu_seqlens_q = d.cu_seqlens_k = cu;
     ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
     st = gp_device_synchronize();
-    ck_assert_msg(st == GP_ERROR_INVALID_VALUE && strstr(gp_last_error_message(), "desc->o"),
+    ck_assert_msg(st == GP_ERROR_INVALID_VALUE && strstr(gp_last_error_message(), "varlen sequence 32:") &&
+                      strstr(gp_last_error_message(), "128 tokens"),
                   "cu_seqlens past the tensors: got %s (%s)", gp_status_name(st),
                   gp_last_error_message());
     gp_free(cu);
@@ -788,6 +848,12 @@ static Suite *attention_suite(void) {
   TCase *tc = tcase_create("errors");
   tcase_add_test(tc, test_errors);
   suite_add_tcase(s, tc);
+#if defined(GP_BUILD_CPU)
+  tc = tcase_create("bad_varlen");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_bad_varlen, M_DEFAULT, M_SM90A + 1);
+  suite_add_tcase(s, tc);
+#endif
   tc = tcase_create("host");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_host, 0, NCASES);

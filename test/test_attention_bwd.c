@@ -39,6 +39,8 @@
 #include "check_util.h"
 #include "dispatch.h"
 #include "dispatch_hook.h"
+#include "attn_bad_varlen.h"
+#include "kernels/sm80/sm80.h"
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -47,6 +49,11 @@ GP_KERNEL_DECLARE(gp__attention_bwd_portable_pre_w64);
 GP_KERNEL_DECLARE(gp__attention_bwd_portable_main_w64);
 GP_KERNEL_DECLARE(gp__attention_bwd_portable_dq_w64);
 GP_KERNEL_DECLARE(gp__attention_bwd_portable_dkv_w64);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_pre);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_main);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dq);
+GP_KERNEL_DECLARE(gp__attention_bwd_portable_dkv);
+GP_KERNEL_DECLARE(kt_attn_bwd_skip);
 #endif
 
 enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
@@ -734,11 +741,164 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+#if defined(GP_BUILD_CPU)
+/* Every shape of attn_bad_varlen.h on backward implementation _i (a mode), over tensors,
+ * gradients and a workspace that end at an unreadable page: the host implementation
+ * fails the call with GP_ERROR_INVALID_VALUE, the kernels their launch
+ * (GP_ERROR_LAUNCH_FAILED), naming the sequence; no kernel reads or writes past a buffer
+ * (every kernel of the call runs: the first failure is the one reported, so a later
+ * kernel without the check would fault, or under ASan end the process). Registered
+ * (gpuport knows where each buffer ends) and, for the shapes that need no extent,
+ * unregistered. */
+START_TEST(test_bad_varlen) {
+  const int mode = _i;
+  static const char *const k_portable[] = {"gp__attention_bwd_portable_pre", NULL};
+  /* the portable preprocess runs before the sm_80 main kernel */
+  static const char *const k_sm80[] = {"gp__attention_bwd_portable_pre", "gp__attention_bwd_sm80_f16_d64", NULL};
+  static const char *const k_mfma[] = {"gp__attention_bwd_mfma_f16_dq_d64", "gp__attention_bwd_mfma_f16_dkv_d64", NULL};
+  const char *const *kernels = mode == M_PORTABLE || mode == M_W64 ? k_portable
+                               : mode == M_SM80                    ? k_sm80
+                               : mode == M_MFMA                    ? k_mfma
+                                                                   : NULL;
+  const gp__attn_bwd_kernels_t k64 = {GP_KERNEL_REF(gp__attention_bwd_portable_pre_w64), GP_KERNEL_REF(gp__attention_bwd_portable_main_w64),
+                                      GP_KERNEL_REF(gp__attention_bwd_portable_dq_w64), GP_KERNEL_REF(gp__attention_bwd_portable_dkv_w64)};
+  for (int reg = 1; reg >= 0; reg--) {
+    bv_tensors_t t;
+    bv_alloc(&t, reg);
+    gp_attention_desc_t d;
+    bv_desc(&d, &t, &bv_shapes[0]);
+    size_t need = 0;
+    ck_assert_int_eq(gp_attention_bwd_workspace_size(&d, &need), GP_SUCCESS);
+    guarded_t gws;
+    void *ws = guarded_alloc(&gws, (need + 15) / 16 * 16, reg, 0);
+    for (int i = 0; i <= BV_NSHAPES; i++) {
+      /* the last round: offsets that fit, and the call succeeds */
+      static const bad_varlen_t ok = {"fits", BV_OKQ, BV_OKK, 0, 'q', 0};
+      const bad_varlen_t *sh = i < BV_NSHAPES ? &bv_shapes[i] : &ok;
+      if (!reg && sh->extent) continue;
+      bv_desc(&d, &t, sh);
+      gp__cpu_mode_set(GP__OP_ATTN_BWD, mode_cpu[mode]);
+      gp_status_t st = mode == M_W64 ? gp__attention_bwd_kernels(NULL, &d, t.d_o, t.dq, t.dk, t.dv, ws, need, &k64)
+                                     : gp_attention_bwd(NULL, &d, t.d_o, t.dq, t.dk, t.dv, ws, need);
+      gp__cpu_mode_set(GP__OP_ATTN_BWD, -1);
+      char what[96];
+      snprintf(what, sizeof what, "%s%s", mode_names[mode], reg ? "" : " (unregistered)");
+      if (sh == &ok) {
+        if (st == GP_SUCCESS) st = gp_device_synchronize();
+        ck_assert_msg(st == GP_SUCCESS, "%s: offsets that fit: %s (%s)", what, gp_status_name(st),
+                      gp_last_error_message());
+        continue;
+      }
+      bv_expect(st, mode == M_DEFAULT ? GP_ERROR_INVALID_VALUE : GP_ERROR_LAUNCH_FAILED, sh, "gp_attention_bwd",
+                kernels, what);
+      printf("  bad varlen %-26s %-22s %s\n", sh->name, what, gp_last_error_message());
+    }
+    guarded_free(&gws);
+    bv_free(&t);
+  }
+}
+END_TEST
+
+/* Each portable backward kernel alone (the others replaced by a kernel that reads
+ * nothing): in a call every kernel runs and the first failure is the one reported, so
+ * here each kernel's own check must be the one that fails the launch. */
+START_TEST(test_bad_varlen_each_kernel) {
+  const struct gp_kernel_s *skip = GP_KERNEL_REF(kt_attn_bwd_skip);
+  const gp__attn_bwd_kernels_t sets[] = {
+      {GP_KERNEL_REF(gp__attention_bwd_portable_pre), skip, skip, skip},
+      {skip, GP_KERNEL_REF(gp__attention_bwd_portable_main), skip, skip},
+      {skip, skip, GP_KERNEL_REF(gp__attention_bwd_portable_dq), skip},
+      {skip, skip, skip, GP_KERNEL_REF(gp__attention_bwd_portable_dkv)},
+  };
+  static const char *const names[][2] = {{"gp__attention_bwd_portable_pre", NULL},
+                                         {"gp__attention_bwd_portable_main", NULL},
+                                         {"gp__attention_bwd_portable_dq", NULL},
+                                         {"gp__attention_bwd_portable_dkv", NULL}};
+  bv_tensors_t t;
+  bv_alloc(&t, 1);
+  gp_attention_desc_t d;
+  bv_desc(&d, &t, &bv_shapes[0]);
+  size_t need = 0;
+  ck_assert_int_eq(gp_attention_bwd_workspace_size(&d, &need), GP_SUCCESS);
+  guarded_t gws;
+  void *ws = guarded_alloc(&gws, (need + 15) / 16 * 16, 1, 0);
+  for (int k = 0; k < 4; k++)
+    for (int i = 0; i < BV_NSHAPES; i++) {
+      bv_desc(&d, &t, &bv_shapes[i]);
+      gp_status_t st = gp__attention_bwd_kernels(NULL, &d, t.d_o, t.dq, t.dk, t.dv, ws, need, &sets[k]);
+      bv_expect(st, GP_ERROR_LAUNCH_FAILED, &bv_shapes[i], "gp_attention_bwd", names[k], names[k][0]);
+    }
+  guarded_free(&gws);
+  bv_free(&t);
+}
+END_TEST
+
+/* The sm_80 main kernel alone (in a call the portable preprocess runs first and reports
+ * first): the parameters src/attention.c would build for bv_desc's call, launched with
+ * gp__attn_bwd_sm80_launch; offsets that fit run, the others fail its launch. */
+START_TEST(test_bad_varlen_sm80_main) {
+  enum { ROWS = BV_BATCH * BV_SEQ };
+  bv_tensors_t t;
+  bv_alloc(&t, 1);
+  guarded_t gw[4];
+  gp__attn_bwd_params_t bp;
+  memset(&bp, 0, sizeof bp);
+  gp__attn_params_t *f = &bp.f;
+  f->q = t.q, f->k = t.k, f->v = t.v, f->o = t.o, f->lse = t.lse, f->cu_q = t.cu_q, f->cu_k = t.cu_k;
+  f->batch = BV_BATCH, f->seqlen_q = f->seqlen_k = BV_SEQ, f->heads_q = BV_HQ, f->heads_kv = BV_HKV;
+  f->head_dim = f->head_dim_v = BV_D;
+  f->q_ss = f->o_ss = BV_HQ * BV_D, f->k_ss = f->v_ss = BV_HKV * BV_D;
+  f->q_hs = f->k_hs = f->v_hs = f->o_hs = BV_D;
+  f->window_left = f->window_right = -1, f->scale = 0.125f, f->dtype = GP_F16;
+  f->tokens_q = f->tokens_k = BV_TOKENS; /* every buffer holds 96 tokens (attn_bad_varlen.h) */
+  bp.d_o = t.d_o, bp.dq = t.dq, bp.dk = t.dk, bp.dv = t.dv;
+  bp.ws_d = (float *)guarded_alloc(&gw[0], ROWS * BV_HQ * sizeof(float), 1, 0);
+  bp.ws_dq = (float *)guarded_alloc(&gw[1], ROWS * BV_HQ * BV_D * sizeof(float), 1, 0);
+  bp.ws_dk = (float *)guarded_alloc(&gw[2], ROWS * BV_HQ * BV_D * sizeof(float), 1, 0);
+  bp.ws_dv = (float *)guarded_alloc(&gw[3], ROWS * BV_HQ * BV_D * sizeof(float), 1, 0);
+  bp.rows_q = bp.rows_k = ROWS, bp.nslices = 1;
+  bp.nsplit = (BV_SEQ + GP__SM80_BWD_BN(BV_D) - 1) / GP__SM80_BWD_BN(BV_D);
+  static const char *const names[] = {"gp__attention_bwd_sm80_f16_d64", NULL};
+  static const bad_varlen_t ok = {"fits", BV_OKQ, BV_OKK, 0, 'q', 0};
+  for (int i = 0; i <= BV_NSHAPES; i++) {
+    const bad_varlen_t *sh = i < BV_NSHAPES ? &bv_shapes[i] : &ok;
+    ck_assert_int_eq(gp_memcpy(t.cu_q, sh->cu_q, sizeof sh->cu_q), GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(t.cu_k, sh->cu_k, sizeof sh->cu_k), GP_SUCCESS);
+    gp__attn_plan_t plan;
+    char why[128] = "";
+    const bool chosen = gp__attn_bwd_impl_sm80.supports(&bp, &plan, why, sizeof why);
+    ck_assert_msg(chosen, "the sm_80 backward does not take the call: %s", why);
+    gp__attn_bwd_params_t args_bp = bp;
+    args_bp.nsplit = plan.nsplit, args_bp.nslices = plan.nslices;
+    void *args[] = {&args_bp};
+    if (plan.smem > 48 * 1024) ck_assert_int_eq(gp_kernel_set_max_dynamic_shared(plan.kernel, plan.smem), GP_SUCCESS);
+    gp_status_t st = gp_launch(plan.kernel, gp_dim3(plan.blocks, 1, 1), gp_dim3(plan.threads, 1, 1), plan.smem, NULL, args);
+    if (sh == &ok) {
+      if (st == GP_SUCCESS) st = gp_device_synchronize();
+      ck_assert_msg(st == GP_SUCCESS, "offsets that fit: %s (%s)", gp_status_name(st), gp_last_error_message());
+    } else {
+      bv_expect(st, GP_ERROR_LAUNCH_FAILED, sh, "gp_attention_bwd", names, "sm80 main kernel alone");
+    }
+  }
+  for (int i = 0; i < 4; i++) guarded_free(&gw[i]);
+  bv_free(&t);
+}
+END_TEST
+#endif
+
 static Suite *attention_bwd_suite(void) {
   Suite *s = suite_create("attention_bwd");
   TCase *tc = tcase_create("errors");
   tcase_add_test(tc, test_errors);
   suite_add_tcase(s, tc);
+#if defined(GP_BUILD_CPU)
+  tc = tcase_create("bad_varlen");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_bad_varlen, M_DEFAULT, M_MFMA + 1);
+  tcase_add_test(tc, test_bad_varlen_each_kernel);
+  tcase_add_test(tc, test_bad_varlen_sm80_main);
+  suite_add_tcase(s, tc);
+#endif
   tc = tcase_create("reference");
   case_runs_without_device(tc); /* the float64 reference against finite differences */
   tcase_set_timeout(tc, 60);

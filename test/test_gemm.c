@@ -455,6 +455,89 @@ START_TEST(test_epilogues) {
 }
 END_TEST
 
+/* ---- one epilogue ------------------------------------------------------------------------ */
+
+#ifdef GP_BUILD_CPU
+/* C = epi(alpha A B + beta C) with k = 1 and B all ones, so every implementation's
+ * accumulator is exactly A(i) (one product by 1, no sum to order) and the results differ
+ * only by their epilogues. The packed OpenBLAS path, the portable kernel and, for 16-bit
+ * inputs, the sm_80 and MFMA kernels (where they take the call) finish C with
+ * kernels/common/gemm_epilogue.h: the same bits, every type, epilogue, alpha, beta and
+ * bias type. The default path on f32 (direct: alpha and beta go to OpenBLAS's sgemm, whose
+ * rounding of beta C + alpha AB is its own; kernels/cpu/gemm_cpu.c) stays within the bound
+ * of two roundings of |alpha AB| + |beta C| before the activation (whose slope is below
+ * 1.2) plus a few ulps of the result. */
+START_TEST(test_epilogue_bits) {
+  enum { M = 37, N = 23 };
+  const gp_epilogue_t epis[] = {GP_EPILOGUE_NONE, GP_EPILOGUE_BIAS, GP_EPILOGUE_BIAS_RELU, GP_EPILOGUE_BIAS_GELU,
+                                GP_EPILOGUE_BIAS_GELU_TANH};
+  const float alphas[] = {1.0f, -0.7f}, betas[] = {0.0f, 0.6f, -1.3f};
+  const int others[] = {MODE_PACKED, MODE_SM80, MODE_MFMA, MODE_DEFAULT};
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0xe9110c0eull);
+  size_t compared = 0, bounded = 0;
+  for (size_t t = 0; t < N_TYPES; t++)
+    for (size_t e = 0; e < 5; e++)
+      for (int bt = 0; bt < 2; bt++)
+        for (size_t ai = 0; ai < 2; ai++)
+          for (size_t bi = 0; bi < 3; bi++) {
+            const gp_dtype_t ab = k_types[t].ab, ct = k_types[t].c, bias_t = bt ? ct : GP_F32;
+            const size_t ea = gp_dtype_size(ab), ec = gp_dtype_size(ct), eb = gp_dtype_size(bias_t);
+            unsigned char ha[M * 4], hb[N * 4], hc[M * N * 4], hbias[N * 4], got[5][M * N * 4];
+            gp_ref_fill(ha, ab, M, &rng, -2.0, 2.0);
+            for (int j = 0; j < N; j++) /* ones */
+              memcpy(hb + j * ea, ab == GP_F32 ? (const void *)&(float){1.0f}
+                                  : ab == GP_F16 ? (const void *)&(uint16_t){0x3c00} : (const void *)&(uint16_t){0x3f80}, ea);
+            gp_ref_fill(hc, ct, M * N, &rng, -2.0, 2.0);
+            gp_ref_fill(hbias, bias_t, N, &rng, -1.0, 1.0);
+            void *da = dev_alloc_copy(ha, M * ea), *db = dev_alloc_copy(hb, N * ea);
+            void *dbias = dev_alloc_copy(hbias, N * eb), *dc = NULL;
+            ck_assert_int_eq(gp_malloc(&dc, M * N * ec), GP_SUCCESS);
+            gp_gemm_desc_t d;
+            gp_gemm_desc_init(&d);
+            d.layout = GP_COL_MAJOR;
+            d.m = M, d.n = N, d.k = 1, d.alpha = alphas[ai], d.beta = betas[bi];
+            d.a = da, d.a_type = ab, d.lda = M, d.b = db, d.b_type = ab, d.ldb = 1;
+            d.c = dc, d.c_type = ct, d.ldc = M;
+            d.epilogue = epis[e], d.bias = epis[e] == GP_EPILOGUE_NONE ? NULL : dbias, d.bias_type = bias_t;
+            for (int r = 0; r < 5; r++) {
+              const int mode = r == 0 ? MODE_PORTABLE : others[r - 1];
+              set_mode(mode);
+              ck_assert_int_eq(gp_memcpy(dc, hc, M * N * ec), GP_SUCCESS);
+              ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
+              ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+              ck_assert_int_eq(gp_memcpy(got[r], dc, M * N * ec), GP_SUCCESS);
+            }
+            set_mode(MODE_DEFAULT);
+            for (int r = 1; r < 5; r++) {
+              const bool direct = others[r - 1] == MODE_DEFAULT && ab == GP_F32 && ct == GP_F32;
+              for (size_t i = 0; i < (size_t)M * N; i++) {
+                const double want = gp_ref_load(got[0], ct, i), have = gp_ref_load(got[r], ct, i);
+                if (!direct) {
+                  ck_assert_msg(memcmp(got[0] + i * ec, got[r] + i * ec, ec) == 0,
+                                "%s->%s epi %d bias %s alpha %g beta %g, mode %d: C[%zu] = %a, the portable kernel %a "
+                                "(GP_TEST_SEED=0x%llx)", dt(ab), dt(ct), (int)epis[e], dt(bias_t), (double)d.alpha,
+                                (double)d.beta, others[r - 1], i, have, want, (unsigned long long)g_seed);
+                  compared++;
+                  continue;
+                }
+                const double x = fabs(d.alpha * gp_ref_load(ha, ab, i % M)) + fabs(d.beta * gp_ref_load(hc, ct, i));
+                const double bound = 1.2 * 0x1.0p-22 * x + 0x1.0p-21 * fabs(want) + 0x1.0p-126;
+                ck_assert_msg(fabs(have - want) <= bound,
+                              "f32 epi %d alpha %g beta %g, direct path: C[%zu] = %a, the portable kernel %a, "
+                              "beyond %g (GP_TEST_SEED=0x%llx)", (int)epis[e], (double)d.alpha, (double)d.beta, i,
+                              have, want, bound, (unsigned long long)g_seed);
+                bounded++;
+              }
+            }
+            gp_free(da), gp_free(db), gp_free(dbias), gp_free(dc);
+          }
+  printf("  epilogue: %zu elements bit-identical to the portable kernel, %zu within the direct path's bound\n",
+         compared, bounded);
+}
+END_TEST
+#endif
+
 /* ---- the sm_80 kernels ---------------------------------------------------------------- */
 
 /* Shapes that reach the sm_80 kernels' other paths, for every input type and transpose
@@ -1230,6 +1313,9 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(tc, test_epilogues, 0, MODE_COUNT);
   tcase_add_loop_test(tc, test_stream_order, 0, MODE_COUNT);
   tcase_add_test(tc, test_larger);
+#ifdef GP_BUILD_CPU
+  tcase_add_test(tc, test_epilogue_bits);
+#endif
   suite_add_tcase(s, tc);
   TCase *t80 = tcase_create("sm80");
   tcase_set_timeout(t80, 240);

@@ -81,14 +81,36 @@ static inline void gp_attention_desc_init(gp_attention_desc_t *d) {
 
 /**
  * @brief Attention forward (FlashAttention-2: Dao 2023, Algorithm 1), enqueued on @p stream.
+ *
+ * Varlen offsets live in device memory and are read in stream order, by the work the
+ * call enqueues. Sequence b takes rows cu[b] .. cu[b + 1] - 1 of the packed tensors, and
+ * for each of cu_seqlens_q (with seqlen_q) and cu_seqlens_k (with seqlen_k) it must hold
+ * that 0 <= cu[0] <= cu[b] <= cu[b + 1] (nondecreasing), cu[b + 1] - cu[b] <= seqlen, and
+ * cu[b + 1] <= the tokens the packed tensors hold (q and o, k and v, as far as their
+ * allocations reach; lse holds heads_q x total_q floats, and with lse set
+ * cu_seqlens_q[batch] is total_q and must cover every sequence). Offsets that break this
+ * rule are never read or written past: the cpu backend's host implementation fails with
+ * ::GP_ERROR_INVALID_VALUE, every kernel (GPU backends, and the cpu backend's
+ * GP_CPU_ATTENTION modes) fails its launch with ::GP_ERROR_LAUNCH_FAILED, both reported
+ * by the next synchronising call. On the cpu backend the message names the sequence and
+ * the bound it breaks; on a GPU the kernel traps, which like any device trap leaves the
+ * device's context unusable (CUDA, HIP: a sticky error). The end of a packed tensor is
+ * known where gpuport allocated or registered its memory (gp_malloc(), gp_malloc_host(),
+ * gp_malloc_managed(), gp_host_register()); in memory gpuport does not know, only the
+ * first two bounds are checked, and the caller keeps the sequences inside the tensors.
+ *
  * @param[in] stream the stream.
  * @param[in] desc the call; see ::gp_attention_desc_t for shapes and masks.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL desc or tensor, sizes < 1 or
  *         inconsistent, heads_q not a multiple of heads_kv, head_dim outside 1..256, only
  *         one of cu_seqlens_q / cu_seqlens_k set, window below -1, a tensor whose
  *         address is not a multiple of its element size: q, k, v, o of the dtype's, lse
- *         and cu_seqlens of 4 bytes);
- *         ::GP_ERROR_NOT_SUPPORTED (dtype); ::GP_ERROR_INVALID_HANDLE (stream).
+ *         and cu_seqlens of 4 bytes; a tensor or the cu_seqlens arrays running past their
+ *         allocation; asynchronously, from the next
+ *         synchronising call: varlen offsets that break the rule above, on the cpu
+ *         backend's host implementation); ::GP_ERROR_LAUNCH_FAILED (asynchronously:
+ *         such offsets, read by a kernel); ::GP_ERROR_NOT_SUPPORTED (dtype);
+ *         ::GP_ERROR_INVALID_HANDLE (stream).
  */
 GP_API gp_status_t gp_attention_fwd(gp_stream_t stream, const gp_attention_desc_t *desc);
 
@@ -154,14 +176,15 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  * @param[in] workspace_bytes its size.
  * @return GP_SUCCESS; GP_ERROR_INVALID_VALUE (what gp_attention_fwd() rejects, desc->lse
  *         NULL, a NULL gradient or workspace, a gradient or d_o not aligned to its
- *         elements, a workspace smaller than needed or not 16-byte aligned, a tensor or
- *         the workspace running past the end of its allocation);
- *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). With varlen,
- *         cu_seqlens whose sequences exceed seqlen_q / seqlen_k are read in stream order:
- *         the CPU backend's host implementation reports them asynchronously
- *         (GP_ERROR_INVALID_VALUE from the next synchronising call); the portable and
- *         the matrix-core kernels cut such sequences at seqlen_q / seqlen_k (never
- *         writing outside the workspace).
+ *         elements, a workspace smaller than needed or not 16-byte aligned, a tensor or the workspace running past the end of its allocation);
+ *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). Varlen
+ *         offsets follow gp_attention_fwd()'s rule, with the gradients bounding the
+ *         sequences as the tensors they mirror do (d_o and dq as o and q, dk and dv as k
+ *         and v) and each sequence's rows also inside the workspace
+ *         (cu[b + 1] - cu[0] <= batch x seqlen): offsets that break it are never read or
+ *         written past; the cpu backend's host implementation reports them as
+ *         GP_ERROR_INVALID_VALUE, the kernels as GP_ERROR_LAUNCH_FAILED, from the next
+ *         synchronising call.
  */
 GP_API gp_status_t gp_attention_bwd(gp_stream_t stream, const gp_attention_desc_t *desc,
                                     const void *d_o, void *dq, void *dk, void *dv,

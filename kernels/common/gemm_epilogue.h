@@ -1,32 +1,28 @@
 /*
- * gemm_epilogue.h - the element loads, stores and epilogue every GEMM dialect kernel
- * shares (the portable kernels/portable/gemm_portable.cu and the sm_80 kernels/sm80/gemm_sm80.cu), so that
- * they round and activate exactly alike: alpha * acc, plus beta * C only when beta != 0
- * (C is not read otherwise), the bias, ReLU or GELU in f32, then one rounding to c_type.
- * Included by dialect sources only (after gpuport/kernel.h).
+ * gemm_epilogue.h - the one GEMM epilogue: every GEMM dialect kernel (kernels/portable,
+ * kernels/sm80, kernels/sm90a, kernels/mfma) and the cpu backend's OpenBLAS path
+ * (kernels/cpu/gemm_cpu.c) finish C(i, j) from the f32 sum acc with these functions, so
+ * they round and activate exactly alike:
+ *   x = alpha * acc (0 when k == 0), then x = fmaf(beta, C, x) only when beta != 0 (C
+ *   is not read otherwise: one rounding for beta * C + x), then the bias, ReLU or GELU
+ *   in f32, then one rounding to c_type (kernels/common/elem.h).
+ * Given the same accumulator, the same inputs and the same libm (the cpu backend runs
+ * the kernels and its host path on one), the results are the same bits (test_gemm.c:
+ * test_epilogue_bits). Across machines erff and tanhf may differ in the last bits.
+ *
+ * Plain C and dialect (GP_HOST_DEVICE), included by the kernels after gpuport/kernel.h.
  */
 #ifndef GP_KERNELS_GEMM_EPILOGUE_H
 #define GP_KERNELS_GEMM_EPILOGUE_H
 
+#include <math.h>
+#include <stdint.h>
 #include <gpuport/blas.h>
+#include "kernels/common/elem.h"
 #include "kernels/common/gemm_params.h"
 
-GP_DEVICE float gemm_load(const void *base, int type, int64_t i) {
-  if (type == GP_F16) return gp_f32_from_f16(((const gp_f16_t *)base)[i]);
-  if (type == GP_BF16) return gp_f32_from_bf16(((const gp_bf16_t *)base)[i]);
-  return ((const float *)base)[i];
-}
-
-GP_DEVICE void gemm_store(void *base, int type, int64_t i, float v) {
-  if (type == GP_F16)
-    ((gp_f16_t *)base)[i] = gp_f16_from_f32(v);
-  else if (type == GP_BF16)
-    ((gp_bf16_t *)base)[i] = gp_bf16_from_f32(v);
-  else
-    ((float *)base)[i] = v;
-}
-
-GP_DEVICE float gemm_epilogue(int epi, float x, float bias) {
+/* The activation of epilogue epi on x, with its bias. */
+static inline GP_HOST_DEVICE float gp__gemm_activate(int epi, float x, float bias) {
   if (epi == GP_EPILOGUE_NONE) return x;
   x += bias;
   if (epi == GP_EPILOGUE_BIAS_RELU) return x > 0.0f ? x : 0.0f;
@@ -36,9 +32,19 @@ GP_DEVICE float gemm_epilogue(int epi, float x, float bias) {
   return x;
 }
 
-GP_DEVICE const char *gemm_offset(const void *base, int type, int64_t elems) {
-  const int64_t size = type == GP_F32 ? 4 : 2;
-  return (const char *)base + elems * size;
+/* C(i, j) before the rounding to c_type: the element at off of c is read only when
+ * beta != 0; acc only when has_k. */
+static inline GP_HOST_DEVICE float gp__gemm_epilogue(float alpha, float beta, int has_k, float acc,
+                                                    const void *c, int c_type, int64_t off, int epi,
+                                                    float bias) {
+  float x = has_k ? alpha * acc : 0.0f;
+  if (beta != 0.0f) x = fmaf(beta, gp__elem_load(c, c_type, off), x);
+  return gp__gemm_activate(epi, x, bias);
+}
+
+/* Start of the batch entry elems elements after base. */
+static inline GP_HOST_DEVICE const char *gemm_offset(const void *base, int type, int64_t elems) {
+  return (const char *)base + elems * gp__elem_size(type);
 }
 
 /* Finishes C(i, j) of the batch entry whose C starts at c, from the f32 sum acc. Not
@@ -46,20 +52,17 @@ GP_DEVICE const char *gemm_offset(const void *base, int type, int64_t elems) {
  * and 64 inlined copies of the epilogue (erff, tanhf, three output types) multiply the
  * code size and the compile time for no gain in the main loop. Scalar arguments only, so
  * the call passes registers, not a copy of the parameters in local memory. */
-#if defined(GP_TARGET_CPU)
-#define GEMM_FINISH_ATTR static inline
-#else
+#if defined(__CUDACC__) || defined(__HIP__)
 #define GEMM_FINISH_ATTR static __device__ __noinline__
+#else
+#define GEMM_FINISH_ATTR static inline
 #endif
 GEMM_FINISH_ATTR void gemm_finish_one(void *c, int64_t ldc, int c_type, float alpha, float beta,
                                       int has_k, int epilogue, const void *bias, int bias_type,
                                       int64_t bias_index, int64_t i, int64_t j, float acc) {
   const int64_t off = i + j * ldc;
-  float x = has_k ? alpha * acc : 0.0f;
-  if (beta != 0.0f) x = fmaf(beta, gemm_load(c, c_type, off), x);
-  float b = 0.0f;
-  if (epilogue != GP_EPILOGUE_NONE) b = gemm_load(bias, bias_type, bias_index);
-  gemm_store(c, c_type, off, gemm_epilogue(epilogue, x, b));
+  const float b = epilogue != GP_EPILOGUE_NONE ? gp__elem_load(bias, bias_type, bias_index) : 0.0f;
+  gp__elem_store(c, c_type, off, gp__gemm_epilogue(alpha, beta, has_k, acc, c, c_type, off, epilogue, b));
 }
 
 /* gemm_finish_one with the fields of p. */

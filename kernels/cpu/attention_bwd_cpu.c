@@ -59,18 +59,14 @@ typedef struct bwd_job {
   atomic_llong next;
 } bwd_job_t;
 
-/* One sequence: lengths, first row in the tensors, first row in the workspace. */
-typedef struct seq {
-  int64_t sq, sk, q0, k0, wq, wk;
-} seq_t;
+/* One sequence: lengths, first row in the tensors, first row in the workspace (the
+ * rule of kernels/common/attention_seq.h, checked for every sequence by run_job before
+ * any step reads a tensor). */
+typedef gp__attn_seq_t seq_t;
 
 static seq_t sequence(const gp__attn_bwd_params_t *p, int64_t b) {
-  seq_t s = {p->f.seqlen_q, p->f.seqlen_k, 0, 0, b * p->f.seqlen_q, b * p->f.seqlen_k};
-  if (p->f.cu_q) { /* checked by gp__cpu_attn_check_varlen */
-    s.q0 = p->f.cu_q[b], s.k0 = p->f.cu_k[b];
-    s.sq = p->f.cu_q[b + 1] - s.q0, s.sk = p->f.cu_k[b + 1] - s.k0;
-    s.wq = s.q0 - p->f.cu_q[0], s.wk = s.k0 - p->f.cu_k[0];
-  }
+  seq_t s;
+  (void)gp__attn_sequence(&p->f, b, &s);
   return s;
 }
 

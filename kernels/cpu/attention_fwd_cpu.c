@@ -27,6 +27,7 @@
 #include "attention_cpu.h"
 #include "attention_impl.h"
 #include "internal.h"
+#include "kernels/common/elem.h"
 
 #define CPU_BQ 32 /* query rows per work item */
 #define CPU_BK 64 /* keys per tile */
@@ -57,45 +58,31 @@ typedef struct scratch {
 
 static int64_t pad8(int64_t n) { return (n + 7) & ~(int64_t)7; }
 
+/* One loop per dtype: the constant dtype folds gp__elem_load's test out of the loop, so
+ * each loop is a plain conversion the compiler vectorises. */
+#define ROW_LOOP(stmt)                                     \
+  do {                                                     \
+    if (dtype == GP_F16) {                                 \
+      for (int64_t c = 0; c < n; c++) stmt(GP_F16);        \
+    } else if (dtype == GP_BF16) {                         \
+      for (int64_t c = 0; c < n; c++) stmt(GP_BF16);       \
+    } else {                                               \
+      for (int64_t c = 0; c < n; c++) stmt(GP_F32);        \
+    }                                                      \
+  } while (0)
+
 void gp__cpu_attn_load_row(float *dst, int64_t step, const void *src, int64_t off, int dtype, int64_t n) {
-  switch (dtype) {
-    case GP_F32: {
-      const float *s = (const float *)src + off;
-      for (int64_t c = 0; c < n; c++) dst[c * step] = s[c];
-      break;
-    }
-    case GP_F16: {
-      const gp_f16_t *s = (const gp_f16_t *)src + off;
-      for (int64_t c = 0; c < n; c++) dst[c * step] = gp_f32_from_f16(s[c]);
-      break;
-    }
-    default: {
-      const gp_bf16_t *s = (const gp_bf16_t *)src + off;
-      for (int64_t c = 0; c < n; c++) dst[c * step] = gp_f32_from_bf16(s[c]);
-      break;
-    }
-  }
+#define LOAD_ONE(t) dst[c * step] = gp__elem_load(src, (t), off + c)
+  ROW_LOOP(LOAD_ONE);
+#undef LOAD_ONE
 }
 
 void gp__cpu_attn_store_row(void *dst, int64_t off, int dtype, const float *src, float mul, int64_t n) {
-  switch (dtype) {
-    case GP_F32: {
-      float *d = (float *)dst + off;
-      for (int64_t c = 0; c < n; c++) d[c] = src[c] * mul;
-      break;
-    }
-    case GP_F16: {
-      gp_f16_t *d = (gp_f16_t *)dst + off;
-      for (int64_t c = 0; c < n; c++) d[c] = gp_f16_from_f32(src[c] * mul);
-      break;
-    }
-    default: {
-      gp_bf16_t *d = (gp_bf16_t *)dst + off;
-      for (int64_t c = 0; c < n; c++) d[c] = gp_bf16_from_f32(src[c] * mul);
-      break;
-    }
-  }
+#define STORE_ONE(t) gp__elem_store(dst, (t), off + c, src[c] * mul)
+  ROW_LOOP(STORE_ONE);
+#undef STORE_ONE
 }
+#undef ROW_LOOP
 
 /* s[0..CPU_BK) = q . k_c for every column of the transposed key tile. */
 static void scores(float *restrict s, const float *restrict q, const float *restrict kt, int64_t d) {
@@ -123,14 +110,10 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   const gp__attn_params_t *p = &job->p;
   int64_t tile = item % job->tiles, bh = item / job->tiles;
   int64_t h = bh % p->heads_q, b = bh / p->heads_q, hk = h / (p->heads_q / p->heads_kv);
-  int64_t sq = p->seqlen_q, sk = p->seqlen_k, q_row0 = 0, k_row0 = 0;
+  gp__attn_seq_t seq;
+  (void)gp__attn_sequence(p, b, &seq); /* every sequence was checked by run_job */
+  const int64_t sq = seq.sq, sk = seq.sk, q_row0 = seq.q0, k_row0 = seq.k0;
   int64_t q_base = b * p->q_bs, k_base = b * p->k_bs, v_base = b * p->v_bs, o_base = b * p->o_bs;
-  if (p->cu_q) {
-    q_row0 = p->cu_q[b];
-    k_row0 = p->cu_k[b];
-    sq = p->cu_q[b + 1] - q_row0;
-    sk = p->cu_k[b + 1] - k_row0;
-  }
   int64_t i0 = tile * CPU_BQ;
   if (i0 >= sq) return;
   int64_t rows = sq - i0 < CPU_BQ ? sq - i0 : CPU_BQ;
@@ -235,8 +218,10 @@ static bool packed_bytes(int64_t rows, int64_t heads, int64_t dim, int64_t ss, i
   return true;
 }
 
-/* The totals of the varlen offsets size the packed tensors: the api layer, which cannot
- * read device memory, could not check them against the allocations; here they are known. */
+/* The totals of the varlen offsets size the packed tensors. Within the allocations
+ * gpuport knows, the sequence rule (tokens_q, tokens_k) has bounded them already; this
+ * is the api layer's range check of the extents they give (a range that wraps around
+ * the address space, in memory gpuport does not know, is refused too). */
 static gp_status_t check_packed_ranges(const gp__attn_params_t *p, int64_t total_q,
                                        int64_t total_k, const char *func) {
   const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
@@ -267,16 +252,21 @@ static gp_status_t check_packed_ranges(const gp__attn_params_t *p, int64_t total
 }
 
 gp_status_t gp__cpu_attn_check_varlen(const gp__attn_params_t *p, const char *func) {
-  if (p->cu_q[0] < 0 || p->cu_k[0] < 0)
-    return gp__error(GP_ERROR_INVALID_VALUE, func, "cu_seqlens_q[0] or cu_seqlens_k[0] is negative");
+  /* The first sequence at fault; one whose own offsets are at fault before one that
+   * only sees a bad total (the sequence that ends past the tensors is the one to name). */
+  int64_t bad = -1;
+  int bad_why = GP__ATTN_SEQ_OK;
   for (int64_t b = 0; b < p->batch; b++) {
-    int64_t lq = (int64_t)p->cu_q[b + 1] - p->cu_q[b], lk = (int64_t)p->cu_k[b + 1] - p->cu_k[b];
-    if (lq < 0 || lq > p->seqlen_q || lk < 0 || lk > p->seqlen_k)
-      return gp__error(GP_ERROR_INVALID_VALUE, func,
-                       "sequence %lld has %lld queries and %lld keys; cu_seqlens must "
-                       "grow by at most seqlen_q (%lld) and seqlen_k (%lld)",
-                       (long long)b, (long long)lq, (long long)lk, (long long)p->seqlen_q,
-                       (long long)p->seqlen_k);
+    gp__attn_seq_t seq;
+    const int why = gp__attn_sequence(p, b, &seq);
+    if (why == GP__ATTN_SEQ_OK || (bad >= 0 && why == GP__ATTN_SEQ_TOTAL)) continue;
+    bad = b, bad_why = why;
+    if (why != GP__ATTN_SEQ_TOTAL) break;
+  }
+  if (bad >= 0) {
+    char msg[400];
+    gp__attn_seq_message(msg, sizeof msg, p, bad, bad_why);
+    return gp__error(GP_ERROR_INVALID_VALUE, func, "%s", msg);
   }
   return check_packed_ranges(p, p->cu_q[p->batch], p->cu_k[p->batch], func);
 }

@@ -5,14 +5,21 @@
  * Two paths over the canonical column-major problem (kernels/common/gemm_params.h):
  *  - direct: f32 inputs and output with every extent and leading dimension within
  *    OpenBLAS's blasint: one cblas_sgemm per batch entry on the caller's memory, then
- *    the epilogue (if any) in place over C.
+ *    the activation (if any) in place over C. Here alpha and beta go to OpenBLAS, so
+ *    beta * C is rounded as OpenBLAS rounds it (typically C scaled by beta first, then
+ *    alpha * AB added): the one place where the epilogue is not gemm_epilogue.h's
+ *    fmaf(beta, C, alpha * acc). Doing it exactly would need the old C kept aside (an
+ *    m x n copy per call), and the results differ by at most an ulp of |beta C| +
+ *    |alpha AB| before the activation, inside the bound the accumulation order already
+ *    needs (test_gemm.c: test_epilogue_bits checks that bound).
  *  - packed: everything else (f16/bf16 inputs or output, extents beyond blasint, or
  *    GP_CPU_GEMM=packed). C is cut into tiles of at most TILE_M x TILE_N, k into
  *    panels of at most TILE_K; each panel of op(A) and op(B) is converted to f32 into a
  *    per-thread scratch (bounded, reused across calls, freed when the thread exits),
  *    multiplied with cblas_sgemm into an f32 accumulator tile (beta 0 for the first
  *    panel, 1 after: f32 accumulation throughout), and the tile is finished with
- *    alpha, beta * C, the epilogue and the conversion to c_type. Every extent handed to
+ *    kernels/common/gemm_epilogue.h, the kernels' own epilogue (alpha, beta * C, the
+ *    activation, the rounding to c_type): from equal accumulators, equal bits. Every extent handed to
  *    OpenBLAS is at most a tile, so sizes beyond 32-bit blasint are split, never
  *    truncated.
  * k == 0 (also alpha == 0, reduced to k == 0 by src/gemm.c) never calls OpenBLAS:
@@ -28,6 +35,8 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "kernels/common/elem.h"
+#include "kernels/common/gemm_epilogue.h"
 
 /* ---- limits and tiles ------------------------------------------------------------- */
 
@@ -62,42 +71,8 @@ const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, bool packed) {
   return "openblas-sgemm-packed(256x256x256 f32 tiles)";
 }
 
-/* ---- element access --------------------------------------------------------------- */
-
-static inline float load_elem(const void *base, int32_t type, int64_t i) {
-  switch (type) {
-    case GP_F16: return gp_f32_from_f16(((const gp_f16_t *)base)[i]);
-    case GP_BF16: return gp_f32_from_bf16(((const gp_bf16_t *)base)[i]);
-    default: return ((const float *)base)[i];
-  }
-}
-
-static inline void store_elem(void *base, int32_t type, int64_t i, float v) {
-  switch (type) {
-    case GP_F16: ((gp_f16_t *)base)[i] = gp_f16_from_f32(v); break;
-    case GP_BF16: ((gp_bf16_t *)base)[i] = gp_bf16_from_f32(v); break;
-    default: ((float *)base)[i] = v; break;
-  }
-}
-
-static inline const char *elem_ptr(const void *base, int32_t type, int64_t off) {
-  return (const char *)base + off * (int64_t)gp_dtype_size((gp_dtype_t)type);
-}
-
-/* The epilogue on an f32 value x = alpha * AB + beta * C (bias already selected). */
-static inline float epilogue_apply(int32_t epi, float x, float bias) {
-  if (epi == GP_EPILOGUE_NONE) return x;
-  x += bias;
-  switch (epi) {
-    case GP_EPILOGUE_BIAS_RELU: return x > 0.0f ? x : 0.0f;
-    case GP_EPILOGUE_BIAS_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case GP_EPILOGUE_BIAS_GELU_TANH: {
-      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-      return 0.5f * x * (1.0f + tanhf(inner));
-    }
-    default: return x;
-  }
-}
+/* ---- element access and the epilogue: kernels/common/elem.h and gemm_epilogue.h, the
+ * kernels' own, so the packed path finishes C exactly as they do -------------------- */
 
 /* Finishes rows [i0, i0 + mb) x columns [j0, j0 + nb) of C (batch entry c): acc is the
  * f32 product tile (column-major, ld acc_ld) or NULL for a zero product. */
@@ -106,13 +81,13 @@ static void finish_tile(const gp__gemm_params_t *p, void *c, int64_t i0, int64_t
   const bool has_bias = p->epilogue != GP_EPILOGUE_NONE;
   for (int64_t jj = 0; jj < nb; jj++) {
     const int64_t j = j0 + jj;
-    const float bias_j = has_bias && !p->bias_along_m ? load_elem(p->bias, p->bias_type, j) : 0.0f;
+    const float bias_j = has_bias && !p->bias_along_m ? gp__elem_load(p->bias, p->bias_type, j) : 0.0f;
     for (int64_t ii = 0; ii < mb; ii++) {
       const int64_t i = i0 + ii, off = i + j * p->ldc;
-      float x = acc ? p->alpha * acc[ii + jj * acc_ld] : 0.0f;
-      if (p->beta != 0.0f) x += p->beta * load_elem(c, p->c_type, off);
-      const float bias = has_bias && p->bias_along_m ? load_elem(p->bias, p->bias_type, i) : bias_j;
-      store_elem(c, p->c_type, off, epilogue_apply(p->epilogue, x, bias));
+      const float bias = has_bias && p->bias_along_m ? gp__elem_load(p->bias, p->bias_type, i) : bias_j;
+      const float x = gp__gemm_epilogue(p->alpha, p->beta, acc != NULL, acc ? acc[ii + jj * acc_ld] : 0.0f, c,
+                                        p->c_type, off, p->epilogue, bias);
+      gp__elem_store(c, p->c_type, off, x);
     }
   }
 }
@@ -148,10 +123,10 @@ static void pack_panel(float *dst, const void *x, int32_t type, int64_t ld, int3
                        int64_t r0, int64_t q0, int64_t rb, int64_t qb) {
   if (!trans) {
     for (int64_t q = 0; q < qb; q++)
-      for (int64_t r = 0; r < rb; r++) dst[r + q * rb] = load_elem(x, type, (r0 + r) + (q0 + q) * ld);
+      for (int64_t r = 0; r < rb; r++) dst[r + q * rb] = gp__elem_load(x, type, (r0 + r) + (q0 + q) * ld);
   } else {
     for (int64_t r = 0; r < rb; r++)
-      for (int64_t q = 0; q < qb; q++) dst[r + q * rb] = load_elem(x, type, (q0 + q) + (r0 + r) * ld);
+      for (int64_t q = 0; q < qb; q++) dst[r + q * rb] = gp__elem_load(x, type, (q0 + q) + (r0 + r) * ld);
   }
 }
 
@@ -163,9 +138,9 @@ static gp_status_t run_packed(const gp__gemm_params_t *p) {
   float *ap = scratch, *bp = scratch ? scratch + (size_t)TILE_M * TILE_K : NULL;
   float *acc = scratch ? bp + (size_t)TILE_K * TILE_N : NULL;
   for (int64_t z = 0; z < p->batch; z++) {
-    const void *a = p->k > 0 ? elem_ptr(p->a, p->ab_type, z * p->stride_a) : NULL;
-    const void *b = p->k > 0 ? elem_ptr(p->b, p->ab_type, z * p->stride_b) : NULL;
-    void *c = (void *)elem_ptr(p->c, p->c_type, z * p->stride_c);
+    const void *a = p->k > 0 ? gemm_offset(p->a, p->ab_type, z * p->stride_a) : NULL;
+    const void *b = p->k > 0 ? gemm_offset(p->b, p->ab_type, z * p->stride_b) : NULL;
+    void *c = (void *)gemm_offset(p->c, p->c_type, z * p->stride_c);
     for (int64_t j0 = 0; j0 < p->n; j0 += TILE_N) {
       const int64_t nb = p->n - j0 < TILE_N ? p->n - j0 : TILE_N;
       for (int64_t i0 = 0; i0 < p->m; i0 += TILE_M) {
@@ -202,10 +177,10 @@ static gp_status_t run_direct(const gp__gemm_params_t *p) {
     if (p->epilogue != GP_EPILOGUE_NONE) {
       const bool along_m = p->bias_along_m != 0;
       for (int64_t j = 0; j < p->n; j++) {
-        const float bj = along_m ? 0.0f : load_elem(p->bias, p->bias_type, j);
+        const float bj = along_m ? 0.0f : gp__elem_load(p->bias, p->bias_type, j);
         float *col = c + j * p->ldc;
         for (int64_t i = 0; i < p->m; i++)
-          col[i] = epilogue_apply(p->epilogue, col[i], along_m ? load_elem(p->bias, p->bias_type, i) : bj);
+          col[i] = gp__gemm_activate(p->epilogue, col[i], along_m ? gp__elem_load(p->bias, p->bias_type, i) : bj);
       }
     }
   }

@@ -45,6 +45,7 @@
 #include <gpuport/amd_mfma.h>
 
 #include "attention_impl.h"
+#include "kernels/common/attention_seq.h"
 #include "kernels/mfma/mfma.h"
 
 #include "attention_mfma_common.h"
@@ -54,16 +55,15 @@
 #define BM GP__AMD_ATTN_BWD_BM
 #define AB_LOG2E 1.4426950408889634f
 
-/* One sequence of the batch: lengths, the first packed row (varlen) and the first row
- * in the workspace (gp__attn_bwd_sequence: a sequence whose rows would leave the
- * workspace or the grids' seqlen_q / seqlen_k rows is cut or emptied, so every write
- * stays inside its buffer). */
+/* One sequence of the batch: lengths, the first packed row (varlen), the first row in
+ * the workspace (kernels/common/attention_seq.h: offsets that do not fit the tensors or
+ * the workspace fail the launch here, before any barrier). */
 typedef struct ab_seq {
   int64_t sq, sk, q_row0, k_row0, wq;
 } ab_seq_t;
 
 AF_INLINE ab_seq_t ab_sequence(const gp__attn_bwd_params_t *bp, int64_t b) {
-  const gp__attn_bwd_seq_t w = gp__attn_bwd_sequence(bp, b);
+  const gp__attn_seq_t w = GP__ATTN_SEQUENCE(&bp->f, b);
   ab_seq_t s;
   s.sq = w.sq, s.sk = w.sk, s.q_row0 = w.q0, s.k_row0 = w.k0, s.wq = w.wq;
   return s;

@@ -7,7 +7,8 @@
  * chooses and launches it; it takes f16 and bf16 with head_dim == head_dim_v in
  * {32, 64, 128} (one kernel per type and head_dim), everything else runs the portable
  * kernel. Masks, GQA/MQA, varlen and lse are those of gpuport/attention.h
- * (src/attention_impl.h: gp__attn_key_range).
+ * (src/attention_impl.h: gp__attn_key_range; varlen offsets that do not fit fail the
+ * launch, kernels/common/attention_seq.h).
  *
  * Decomposition
  *   grid   one block per (128 query rows, query head, sequence), flattened into grid.x as
@@ -49,6 +50,7 @@
 #include <gpuport/amd_mfma.h>
 
 #include "attention_impl.h"
+#include "kernels/common/attention_seq.h"
 #include "kernels/mfma/mfma.h"
 
 #define BN GP__AMD_ATTN_BN
@@ -122,15 +124,8 @@ AF_INLINE void af_attention(const gp__attn_params_t *pp, int D, int kind) {
   const int64_t blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, head = (blk / tiles) % p.heads_q, b = blk / tiles / p.heads_q;
   const int64_t hk = head / (p.heads_q / p.heads_kv);
-  int64_t sq = p.seqlen_q, sk = p.seqlen_k, q_row0 = 0, k_row0 = 0;
-  if (p.cu_q) {
-    q_row0 = p.cu_q[b];
-    k_row0 = p.cu_k[b];
-    sq = p.cu_q[b + 1] - q_row0;
-    sk = p.cu_k[b + 1] - k_row0;
-    if (sq > p.seqlen_q) sq = p.seqlen_q; /* the grid covers seqlen_q rows */
-    if (sk < 0) sk = 0;
-  }
+  const gp__attn_seq_t seq = GP__ATTN_SEQUENCE(&p, b); /* before any barrier */
+  const int64_t sq = seq.sq, sk = seq.sk, q_row0 = seq.q0, k_row0 = seq.k0;
   const int64_t i0 = tile * GP__AMD_ATTN_BM;
   if (i0 >= sq) return; /* the whole block: no barrier reached yet */
   const int64_t i_last = (i0 + GP__AMD_ATTN_BM < sq ? i0 + GP__AMD_ATTN_BM : sq) - 1;
@@ -247,7 +242,7 @@ AF_INLINE void af_attention(const gp__attn_params_t *pp, int D, int kind) {
   if (p.lse && h == 0) {
     const float v = l > 0.0f ? 0.69314718055994531f * (m + log2f(l)) : -INFINITY;
     if (p.cu_q)
-      p.lse[head * (int64_t)p.cu_q[p.batch] + q_row0 + iq] = v;
+      p.lse[head * (int64_t)p.cu_q[p.batch] + q_row0 + iq] = v; /* seq.total_q, re-read */
     else
       p.lse[(b * p.heads_q + head) * p.seqlen_q + iq] = v;
   }

@@ -44,9 +44,9 @@
  * Rows with no visible key (lse = -inf) take P = 0: they contribute nothing and get dq = 0.
  * Masks (causal bottom-right aligned, windows) come folded into (window_left,
  * window_right); gp__attn_key_range() decides each (i, j). Varlen: each block reads its
- * sequence's offsets; blocks past a sequence's end return before any barrier. A sequence
- * longer than seqlen_q / seqlen_k (a caller error the host implementation reports) is
- * cut there, so every write stays inside the workspace.
+ * sequence's offsets; blocks past a sequence's end return before any barrier. Offsets
+ * that do not fit the tensors or the workspace (kernels/common/attention_seq.h) fail the
+ * launch before any read or write.
  * Numerics: inputs converted to f32, f32 products and sums (fmaf), one rounding to the
  * gradient dtype at the end; ref/ref_attention.h derives the bound.
  */
@@ -54,6 +54,8 @@
 #include <gpuport/kernel.h>
 
 #include "attention_impl.h"
+#include "kernels/common/attention_seq.h"
+#include "kernels/common/elem.h"
 
 #if defined(__CUDACC__) || defined(__HIP__)
 #define BWD_UNROLL _Pragma("unroll")
@@ -64,32 +66,17 @@
 #define BWD_THREADS (GP__ATTN_KWARPS * GP_WARP_SIZE)
 #define BWD_ACC (GP__ATTN_BWD_TILE / BWD_THREADS)
 
-GP_DEVICE float bwd_load(const void *p, int64_t i, int dtype) {
-  if (dtype == GP_F32) return ((const float *)p)[i];
-  if (dtype == GP_F16) return gp_f32_from_f16(((const gp_f16_t *)p)[i]);
-  return gp_f32_from_bf16(((const gp_bf16_t *)p)[i]);
-}
-
-GP_DEVICE void bwd_store(void *p, int64_t i, int dtype, float x) {
-  if (dtype == GP_F32)
-    ((float *)p)[i] = x;
-  else if (dtype == GP_F16)
-    ((gp_f16_t *)p)[i] = gp_f16_from_f32(x);
-  else
-    ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
-}
-
 GP_KERNEL void gp__attention_bwd_portable_pre(gp__attn_bwd_params_t p) {
   const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
   const int warp = tid / GP_WARP_SIZE, lane = tid % GP_WARP_SIZE;
   const int64_t hq = p.f.heads_q, d = p.f.head_dim, dv = p.f.head_dim_v;
   const int64_t tiles = (p.f.seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = (blk / tiles) % hq, b = blk / tiles / hq;
-  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
+  const gp__attn_seq_t s = GP__ATTN_SEQUENCE(&p.f, b); /* before any barrier */
   const int64_t i0 = tile * GP__ATTN_KQ;
   if (i0 >= s.sq) return;
   const int rows = (int)(s.sq - i0 < GP__ATTN_KQ ? s.sq - i0 : GP__ATTN_KQ);
-  const int64_t es = p.f.dtype == GP_F32 ? 4 : 2;
+  const int64_t es = gp__elem_size(p.f.dtype);
   const char *ob = (const char *)p.f.o + b * p.f.o_bs * es;
   const char *dob = (const char *)p.d_o + b * p.f.o_bs * es;
 
@@ -97,7 +84,7 @@ GP_KERNEL void gp__attention_bwd_portable_pre(gp__attn_bwd_params_t p) {
     const int64_t off = (s.q0 + i0 + r) * p.f.o_ss + h * p.f.o_hs;
     float acc = 0.0f;
     for (int64_t e = lane; e < dv; e += GP_WARP_SIZE)
-      acc = fmaf(bwd_load(dob, off + e, p.f.dtype), bwd_load(ob, off + e, p.f.dtype), acc);
+      acc = fmaf(gp__elem_load(dob, p.f.dtype, off + e), gp__elem_load(ob, p.f.dtype, off + e), acc);
     acc = gp_warp_reduce_sum(acc);
     if (lane == 0) p.ws_d[(s.wq + i0 + r) * hq + h] = acc;
   }
@@ -127,15 +114,15 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp
   const int64_t blk = (int64_t)blockIdx.x, nsplit = p.nsplit;
   const int64_t split = blk % nsplit, h = (blk / nsplit) % hq, b = blk / nsplit / hq;
   const int64_t hk = h / group;
-  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
+  const gp__attn_seq_t s = GP__ATTN_SEQUENCE(&p.f, b); /* before any barrier */
   const int64_t nkb = (s.sk + bk - 1) / bk;
-  const int64_t es = p.f.dtype == GP_F32 ? 4 : 2;
+  const int64_t es = gp__elem_size(p.f.dtype);
   const char *qb = (const char *)p.f.q + b * p.f.q_bs * es;
   const char *kb_ = (const char *)p.f.k + b * p.f.k_bs * es;
   const char *vb = (const char *)p.f.v + b * p.f.v_bs * es;
   const char *dob = (const char *)p.d_o + b * p.f.o_bs * es;
   const float *lse = p.f.lse;
-  const int64_t lse0 = p.f.cu_q ? h * (int64_t)p.f.cu_q[p.f.batch] + s.q0
+  const int64_t lse0 = p.f.cu_q ? h * s.total_q + s.q0
                                 : (b * hq + h) * p.f.seqlen_q;
   float *dq_acc = p.ws_dq + ((p.deterministic ? split : 0) * p.rows_q + s.wq) * hq * d + h * d;
 
@@ -151,11 +138,11 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp
     __syncthreads(); /* the previous key block's tiles are no longer read */
     for (int64_t idx = tid; idx < (int64_t)nk * d; idx += BWD_THREADS) {
       int64_t c = idx / d, e = idx % d;
-      ks[c * kld + e] = bwd_load(kb_, (s.k0 + j0 + c) * p.f.k_ss + hk * p.f.k_hs + e, p.f.dtype);
+      ks[c * kld + e] = gp__elem_load(kb_, p.f.dtype, (s.k0 + j0 + c) * p.f.k_ss + hk * p.f.k_hs + e);
     }
     for (int64_t idx = tid; idx < (int64_t)nk * dv; idx += BWD_THREADS) {
       int64_t c = idx / dv, e = idx % dv;
-      vs[c * vld + e] = bwd_load(vb, (s.k0 + j0 + c) * p.f.v_ss + hk * p.f.v_hs + e, p.f.dtype);
+      vs[c * vld + e] = gp__elem_load(vb, p.f.dtype, (s.k0 + j0 + c) * p.f.v_ss + hk * p.f.v_hs + e);
     }
 
     for (int64_t i0 = ilo; i0 <= ihi; i0 += bq) {
@@ -163,11 +150,11 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp
       __syncthreads(); /* K, V staged; the previous tile's Q, dO, P, dS no longer read */
       for (int64_t idx = tid; idx < (int64_t)rows * d; idx += BWD_THREADS) {
         int64_t r = idx / d, e = idx % d;
-        qs[r * d + e] = bwd_load(qb, (s.q0 + i0 + r) * p.f.q_ss + h * p.f.q_hs + e, p.f.dtype);
+        qs[r * d + e] = gp__elem_load(qb, p.f.dtype, (s.q0 + i0 + r) * p.f.q_ss + h * p.f.q_hs + e);
       }
       for (int64_t idx = tid; idx < (int64_t)rows * dv; idx += BWD_THREADS) {
         int64_t r = idx / dv, e = idx % dv;
-        dos[r * dv + e] = bwd_load(dob, (s.q0 + i0 + r) * p.f.o_ss + h * p.f.o_hs + e, p.f.dtype);
+        dos[r * dv + e] = gp__elem_load(dob, p.f.dtype, (s.q0 + i0 + r) * p.f.o_ss + h * p.f.o_hs + e);
       }
       for (int r = tid; r < rows; r += BWD_THREADS) {
         float l = lse[lse0 + i0 + r];
@@ -229,7 +216,7 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp
         if (p.ws_dk)
           p.ws_dk[((s.wk + j0 + c) * hq + h) * d + e] = dk_acc[a];
         else
-          bwd_store(p.dk, b * p.f.k_bs + (s.k0 + j0 + c) * p.f.k_ss + hk * p.f.k_hs + e, p.f.dtype,
+          gp__elem_store(p.dk, p.f.dtype, b * p.f.k_bs + (s.k0 + j0 + c) * p.f.k_ss + hk * p.f.k_hs + e,
                     dk_acc[a] * p.f.scale);
       }
       if (idx < (int64_t)nk * dv) {
@@ -237,7 +224,7 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) gp__attention_bwd_portable_main(gp
         if (p.ws_dv)
           p.ws_dv[((s.wk + j0 + c) * hq + h) * dv + e] = dv_acc[a];
         else
-          bwd_store(p.dv, b * p.f.v_bs + (s.k0 + j0 + c) * p.f.v_ss + hk * p.f.v_hs + e, p.f.dtype,
+          gp__elem_store(p.dv, p.f.dtype, b * p.f.v_bs + (s.k0 + j0 + c) * p.f.v_ss + hk * p.f.v_hs + e,
                     dv_acc[a]);
       }
     }
@@ -250,7 +237,7 @@ GP_KERNEL void gp__attention_bwd_portable_dq(gp__attn_bwd_params_t p) {
   const int64_t hq = p.f.heads_q, d = p.f.head_dim;
   const int64_t tiles = (p.f.seqlen_q + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = (blk / tiles) % hq, b = blk / tiles / hq;
-  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
+  const gp__attn_seq_t s = GP__ATTN_SEQUENCE(&p.f, b); /* before any barrier */
   const int64_t i0 = tile * GP__ATTN_KQ;
   if (i0 >= s.sq) return;
   const int64_t rows = s.sq - i0 < GP__ATTN_KQ ? s.sq - i0 : GP__ATTN_KQ;
@@ -259,7 +246,7 @@ GP_KERNEL void gp__attention_bwd_portable_dq(gp__attn_bwd_params_t p) {
     const float *acc = p.ws_dq + ((s.wq + i0 + r) * hq + h) * d + e;
     float x = 0.0f;
     for (int64_t sl = 0; sl < p.nslices; sl++) x += acc[sl * p.rows_q * hq * d];
-    bwd_store(p.dq, b * p.f.q_bs + (s.q0 + i0 + r) * p.f.q_ss + h * p.f.q_hs + e, p.f.dtype,
+    gp__elem_store(p.dq, p.f.dtype, b * p.f.q_bs + (s.q0 + i0 + r) * p.f.q_ss + h * p.f.q_hs + e,
               x * p.f.scale);
   }
 }
@@ -271,7 +258,7 @@ GP_KERNEL void gp__attention_bwd_portable_dkv(gp__attn_bwd_params_t p) {
   const int64_t d = p.f.head_dim, dv = p.f.head_dim_v;
   const int64_t tiles = (p.f.seqlen_k + GP__ATTN_KQ - 1) / GP__ATTN_KQ, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, hk = (blk / tiles) % hkv, b = blk / tiles / hkv;
-  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
+  const gp__attn_seq_t s = GP__ATTN_SEQUENCE(&p.f, b); /* before any barrier */
   const int64_t j0 = tile * GP__ATTN_KQ;
   if (j0 >= s.sk) return;
   const int64_t rows = s.sk - j0 < GP__ATTN_KQ ? s.sk - j0 : GP__ATTN_KQ;
@@ -280,7 +267,7 @@ GP_KERNEL void gp__attention_bwd_portable_dkv(gp__attn_bwd_params_t p) {
     const float *acc = p.ws_dk + ((s.wk + j0 + r) * hq + hk * group) * d + e;
     float x = 0.0f;
     for (int64_t g = 0; g < group; g++) x += acc[g * d];
-    bwd_store(p.dk, b * p.f.k_bs + (s.k0 + j0 + r) * p.f.k_ss + hk * p.f.k_hs + e, p.f.dtype,
+    gp__elem_store(p.dk, p.f.dtype, b * p.f.k_bs + (s.k0 + j0 + r) * p.f.k_ss + hk * p.f.k_hs + e,
               x * p.f.scale);
   }
   for (int64_t idx = tid; idx < rows * dv; idx += nthreads) {
@@ -288,7 +275,7 @@ GP_KERNEL void gp__attention_bwd_portable_dkv(gp__attn_bwd_params_t p) {
     const float *acc = p.ws_dv + ((s.wk + j0 + r) * hq + hk * group) * dv + e;
     float x = 0.0f;
     for (int64_t g = 0; g < group; g++) x += acc[g * dv];
-    bwd_store(p.dv, b * p.f.v_bs + (s.k0 + j0 + r) * p.f.v_ss + hk * p.f.v_hs + e, p.f.dtype, x);
+    gp__elem_store(p.dv, p.f.dtype, b * p.f.v_bs + (s.k0 + j0 + r) * p.f.v_ss + hk * p.f.v_hs + e, x);
   }
 }
 GP_KERNEL_EXPORT(gp__attention_bwd_portable_dkv)

@@ -33,11 +33,9 @@
  * Masks (causal bottom-right aligned, windows, their intersection) come folded into
  * (window_left, window_right) by src/attention.c; gp__attn_key_range() gives each row's
  * visible keys. Varlen: the block reads its sequence's offsets from cu_seqlens; tiles
- * past the sequence's end return at once (before any barrier, uniformly). The grid
- * covers seqlen_q rows per sequence and the checks on the host sized nothing else, so
- * offsets that are negative, decrease, or give a sequence longer than seqlen_q or
- * seqlen_k (a caller error the host implementation reports as GP_ERROR_INVALID_VALUE)
- * trap: the launch fails instead of reading outside the tensors.
+ * past the sequence's end return at once (before any barrier, uniformly). Offsets that
+ * do not fit (kernels/common/attention_seq.h: negative, decreasing, longer than
+ * seqlen_q / seqlen_k, past the packed tensors) fail the launch before any read.
  * Numerics: inputs converted to f32, f32 products and sums (fmaf), P kept in f32, one
  * rounding to the output dtype at the end; ref/ref_attention.h derives the bound.
  */
@@ -45,6 +43,8 @@
 #include <gpuport/kernel.h>
 
 #include "attention_impl.h"
+#include "kernels/common/attention_seq.h"
+#include "kernels/common/elem.h"
 
 #if defined(__CUDACC__) || defined(__HIP__)
 #define ATTN_UNROLL _Pragma("unroll")
@@ -54,21 +54,6 @@
 
 #define ROWS_PER_WARP (GP__ATTN_KQ / GP__ATTN_KWARPS)
 #define ACC_PER_LANE ((GP__ATTN_MAX_DIM + GP_WARP_SIZE - 1) / GP_WARP_SIZE)
-
-GP_DEVICE float attn_load(const void *p, int64_t i, int dtype) {
-  if (dtype == GP_F32) return ((const float *)p)[i];
-  if (dtype == GP_F16) return gp_f32_from_f16(((const gp_f16_t *)p)[i]);
-  return gp_f32_from_bf16(((const gp_bf16_t *)p)[i]);
-}
-
-GP_DEVICE void attn_store(void *p, int64_t i, int dtype, float x) {
-  if (dtype == GP_F32)
-    ((float *)p)[i] = x;
-  else if (dtype == GP_F16)
-    ((gp_f16_t *)p)[i] = gp_f16_from_f32(x);
-  else
-    ((gp_bf16_t *)p)[i] = gp_bf16_from_f32(x);
-}
 
 GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
   GP_DYNAMIC_SHARED(float, smem);
@@ -85,27 +70,20 @@ GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
   const int64_t blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = (blk / tiles) % p.heads_q, b = blk / tiles / p.heads_q;
   const int64_t hk = h / (p.heads_q / p.heads_kv);
-  int64_t sq = p.seqlen_q, sk = p.seqlen_k, q_row0 = 0, k_row0 = 0;
-  if (p.cu_q) {
-    q_row0 = p.cu_q[b];
-    k_row0 = p.cu_k[b];
-    sq = p.cu_q[b + 1] - q_row0;
-    sk = p.cu_k[b + 1] - k_row0;
-    if (q_row0 < 0 || k_row0 < 0 || sq < 0 || sk < 0 || sq > p.seqlen_q || sk > p.seqlen_k)
-      __trap(); /* uniform over the block: no barrier is reached first */
-  }
+  const gp__attn_seq_t seq = GP__ATTN_SEQUENCE(&p, b); /* before any barrier */
+  const int64_t sq = seq.sq, sk = seq.sk, q_row0 = seq.q0, k_row0 = seq.k0;
   const int64_t i0 = tile * GP__ATTN_KQ;
   if (i0 >= sq) return; /* the whole block: no barrier reached yet */
   const int rows = (int)(sq - i0 < GP__ATTN_KQ ? sq - i0 : GP__ATTN_KQ);
   const char *qb = (const char *)p.q, *kb = (const char *)p.k, *vb = (const char *)p.v;
-  const int64_t es = p.dtype == GP_F32 ? 4 : 2;
+  const int64_t es = gp__elem_size(p.dtype);
   qb += b * p.q_bs * es;
   kb += b * p.k_bs * es;
   vb += b * p.v_bs * es;
 
   for (int64_t idx = tid; idx < GP__ATTN_KQ * d; idx += nthreads) {
     int64_t r = idx / d, e = idx % d;
-    qs[idx] = r < rows ? attn_load(qb, (q_row0 + i0 + r) * p.q_ss + h * p.q_hs + e, p.dtype) : 0.0f;
+    qs[idx] = r < rows ? gp__elem_load(qb, p.dtype, (q_row0 + i0 + r) * p.q_ss + h * p.q_hs + e) : 0.0f;
   }
 
   int64_t lo, hi, lo_last, hi_last;
@@ -130,7 +108,7 @@ GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
     __syncthreads(); /* the previous tile's V (and, first time, nothing) is no longer read */
     for (int64_t idx = tid; idx < (int64_t)nk * d; idx += nthreads) {
       int64_t c = idx / d, e = idx % d;
-      kv[c * kv_ld + e] = attn_load(kb, (k_row0 + j0 + c) * p.k_ss + hk * p.k_hs + e, p.dtype);
+      kv[c * kv_ld + e] = gp__elem_load(kb, p.dtype, (k_row0 + j0 + c) * p.k_ss + hk * p.k_hs + e);
     }
     __syncthreads(); /* K and (first time) Q staged */
     for (int idx = tid; idx < GP__ATTN_KQ * bk; idx += nthreads) {
@@ -172,7 +150,7 @@ GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
     }
     for (int64_t idx = tid; idx < (int64_t)nk * dv; idx += nthreads) {
       int64_t c = idx / dv, e = idx % dv;
-      kv[c * kv_ld + e] = attn_load(vb, (k_row0 + j0 + c) * p.v_ss + hk * p.v_hs + e, p.dtype);
+      kv[c * kv_ld + e] = gp__elem_load(vb, p.dtype, (k_row0 + j0 + c) * p.v_ss + hk * p.v_hs + e);
     }
     __syncthreads(); /* V and P complete */
 
@@ -201,12 +179,12 @@ GP_KERNEL void gp__attention_fwd_portable(gp__attn_params_t p) {
     ATTN_UNROLL
     for (int a = 0; a < ACC_PER_LANE; a++) {
       const int64_t e = lane + (int64_t)a * GP_WARP_SIZE;
-      if (e < dv) attn_store(p.o, o_off + e, p.dtype, acc[rr][a] * inv);
+      if (e < dv) gp__elem_store(p.o, p.dtype, o_off + e, acc[rr][a] * inv);
     }
     if (p.lse && lane == 0) {
       const float v = l[rr] > 0.0f ? m[rr] + logf(l[rr]) : -INFINITY;
       if (p.cu_q)
-        p.lse[h * (int64_t)p.cu_q[p.batch] + q_row0 + i] = v;
+        p.lse[h * seq.total_q + q_row0 + i] = v;
       else
         p.lse[(b * p.heads_q + h) * p.seqlen_q + i] = v;
     }

@@ -79,7 +79,7 @@ GP_KERNEL void gp__gemm_portable(gp__gemm_params_t p) {
             const int64_t gi = i0 + ii, gk = k0 + kk;
             float v = 0.0f;
             if (gi < p.m && gk < p.k)
-              v = gemm_load(a, p.ab_type, p.trans_a ? gk + gi * p.lda : gi + gk * p.lda);
+              v = gp__elem_load(a, p.ab_type, p.trans_a ? gk + gi * p.lda : gi + gk * p.lda);
             As[kk][ii] = v;
           }
           for (int e = tid; e < BK * BN; e += NT) {
@@ -87,7 +87,7 @@ GP_KERNEL void gp__gemm_portable(gp__gemm_params_t p) {
             const int64_t gj = j0 + jj, gk = k0 + kk;
             float v = 0.0f;
             if (gj < p.n && gk < p.k)
-              v = gemm_load(b, p.ab_type, p.trans_b ? gj + gk * p.ldb : gk + gj * p.ldb);
+              v = gp__elem_load(b, p.ab_type, p.trans_b ? gj + gk * p.ldb : gk + gj * p.ldb);
             Bs[kk][jj] = v;
           }
           __syncthreads();

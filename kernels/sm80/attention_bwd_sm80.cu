@@ -35,8 +35,9 @@
  *          per split) is bitwise reproducible.
  *   end    dK (scaled) and dV of the key block are stored in the input type, or with
  *          GQA/MQA in f32 per query head for the portable group sum.
- * Varlen and overlong sequences follow gp__attn_bwd_sequence(); keys past the end are
- * zero-filled by the copies and masked, as are query rows past the end.
+ * Varlen sequences follow gp__attn_sequence() (kernels/common/attention_seq.h: offsets
+ * that do not fit fail the launch before any read); keys past the end are zero-filled
+ * by the copies and masked, as are query rows past the end.
  */
 #include "attention_sm80_common.cuh"
 

@@ -34,13 +34,13 @@ GP_KERNEL void __launch_bounds__(BWD_THREADS) BWD_NAME(gp__attn_bwd_params_t p) 
   const int64_t hq = p.f.heads_q, group = hq / p.f.heads_kv, nsplit = p.nsplit;
   const int64_t blk = (int64_t)blockIdx.x;
   const int64_t split = blk % nsplit, h = blk / nsplit % hq, b = blk / nsplit / hq, hk = h / group;
-  const gp__attn_bwd_seq_t s = gp__attn_bwd_sequence(&p, b);
+  const gp__attn_seq_t s = GP__ATTN_SEQUENCE(&p.f, b); /* before any barrier */
   const int64_t nkb = (s.sk + BWD_BN - 1) / BWD_BN;
   const uint16_t *qg = (const uint16_t *)p.f.q + b * p.f.q_bs + s.q0 * p.f.q_ss + h * p.f.q_hs;
   const uint16_t *kg = (const uint16_t *)p.f.k + b * p.f.k_bs + s.k0 * p.f.k_ss + hk * p.f.k_hs;
   const uint16_t *vg = (const uint16_t *)p.f.v + b * p.f.v_bs + s.k0 * p.f.v_ss + hk * p.f.v_hs;
   const uint16_t *dog = (const uint16_t *)p.d_o + b * p.f.o_bs + s.q0 * p.f.o_ss + h * p.f.o_hs;
-  const int64_t lse0 = p.f.cu_q ? h * (int64_t)p.f.cu_q[p.f.batch] + s.q0 : (b * hq + h) * p.f.seqlen_q;
+  const int64_t lse0 = p.f.cu_q ? h * s.total_q + s.q0 : (b * hq + h) * p.f.seqlen_q;
   float *dq_acc = p.ws_dq + ((p.deterministic ? split : 0) * p.rows_q + s.wq) * hq * BWD_D + h * BWD_D;
   const float scale_log2 = p.f.scale * 1.4426950408889634f;
   const int64_t wl = p.f.window_left, wr = p.f.window_right;

@@ -33,7 +33,8 @@
  *          of V rows). Loads of the next tile overlap the math of this one.
  *   end    the row sums are reduced over the 4 lanes; O / l stored in the input type,
  *          lse = m ln 2 + ln l; a row with no visible key stores zeros and lse = -inf.
- * Varlen: the block reads its sequence's offsets from cu_seqlens; blocks past the
+ * Varlen: the block reads its sequence's offsets from cu_seqlens (offsets that do not
+ * fit fail the launch first: kernels/common/attention_seq.h); blocks past the
  * sequence's end return at once (before any barrier, uniformly). Keys past the end
  * are zero-filled by the copies and masked.
  */

@@ -29,15 +29,8 @@ GP_KERNEL void __launch_bounds__(ATT_THREADS) ATT_NAME(gp__attn_params_t p) {
   const int64_t tiles = (p.seqlen_q + ATT_BM - 1) / ATT_BM, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = blk / tiles % p.heads_q, b = blk / tiles / p.heads_q;
   const int64_t hk = h / (p.heads_q / p.heads_kv);
-  int64_t sq = p.seqlen_q, sk = p.seqlen_k, q_row0 = 0, k_row0 = 0;
-  if (p.cu_q) {
-    q_row0 = p.cu_q[b];
-    k_row0 = p.cu_k[b];
-    sq = p.cu_q[b + 1] - q_row0;
-    sk = p.cu_k[b + 1] - k_row0;
-    if (sq > p.seqlen_q) sq = p.seqlen_q; /* the grid covers seqlen_q rows */
-    if (sk < 0) sk = 0;
-  }
+  const gp__attn_seq_t seq = GP__ATTN_SEQUENCE(&p, b); /* before any barrier */
+  const int64_t sq = seq.sq, sk = seq.sk, q_row0 = seq.q0, k_row0 = seq.k0;
   const int64_t i0 = tile * ATT_BM;
   if (i0 >= sq) return; /* the whole block, before any barrier */
   const int64_t rows = sq - i0 < ATT_BM ? sq - i0 : ATT_BM;
@@ -211,7 +204,7 @@ GP_KERNEL void __launch_bounds__(ATT_THREADS) ATT_NAME(gp__attn_params_t p) {
       if (p.lse && t4 == 0) {
         const float v = sum > 0.0f ? m[mt][hf] * 0.69314718055994531f + logf(sum) : -INFINITY;
         if (p.cu_q)
-          p.lse[h * (int64_t)p.cu_q[p.batch] + q_row0 + i] = v;
+          p.lse[h * (int64_t)p.cu_q[p.batch] + q_row0 + i] = v; /* seq.total_q, re-read */
         else
           p.lse[(b * p.heads_q + h) * p.seqlen_q + i] = v;
       }

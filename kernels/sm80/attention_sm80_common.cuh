@@ -14,6 +14,7 @@
 #include <gpuport/nv_mma.h>
 
 #include "attention_impl.h"
+#include "kernels/common/attention_seq.h"
 #include "kernels/sm80/sm80.h"
 
 #if defined(GP_TARGET_CPU)

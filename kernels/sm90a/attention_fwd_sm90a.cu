@@ -10,7 +10,10 @@
  * gp__attention_fwd_sm90a_{f16,bf16}_d{64,128} (geometry in kernels/sm90a/sm90a.h), the
  * problem of src/attention_impl.h with head_dim == head_dim_v:
  *  - grid: one block per (128-row query tile, query head, sequence); GQA maps query head
- *    h to key head h / (heads_q / heads_kv); varlen sequences start at cu_q / cu_k.
+ *    h to key head h / (heads_q / heads_kv); varlen sequences start at cu_q / cu_k, and
+ *    offsets that do not fit the tensors fail the launch before any load
+ *    (kernels/common/attention_seq.h; TMA's zero fill past the map would otherwise hide
+ *    them in a wrong answer).
  *  - block: 384 threads. Warp 0 produces: for each key tile of the block's band it waits
  *    for the stage's "empty" barrier and loads K and V (boxes of 64 dims x BN keys, BN = 128, or 64 at head_dim 128) with
  *    TMA, completing on the stage's "full" barrier; warps 1-3 exit. Warpgroups 1 and 2
@@ -36,6 +39,7 @@
 #include <gpuport/nv_wgmma.h>
 
 #include "attention_impl.h"
+#include "kernels/common/attention_seq.h"
 #include "kernels/sm90a/sm90a.h"
 
 #if defined(GP_TARGET_CPU)

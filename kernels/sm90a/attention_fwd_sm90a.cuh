@@ -38,17 +38,11 @@ GP_KERNEL void __launch_bounds__(GP__SM90_ATTN_THREADS, 1)
   const int64_t tiles = (p.seqlen_q + GP__SM90_ATTN_BM - 1) / GP__SM90_ATTN_BM, blk = (int64_t)blockIdx.x;
   const int64_t tile = blk % tiles, h = blk / tiles % p.heads_q, b = blk / tiles / p.heads_q;
   const int64_t hk = h / (p.heads_q / p.heads_kv);
-  int64_t sq = p.seqlen_q, sk = p.seqlen_k, q_row0 = 0, k_row0 = 0;
-  if (p.cu_q) {
-    q_row0 = p.cu_q[b];
-    k_row0 = p.cu_k[b];
-    sq = p.cu_q[b + 1] - q_row0;
-    sk = p.cu_k[b + 1] - k_row0;
-    if (sq > p.seqlen_q) sq = p.seqlen_q;
-    if (sk < 0) sk = 0;
-  } else if (!kv_bh) {
-    k_row0 = b * p.seqlen_k;
-  }
+  const gp__attn_seq_t seq = GP__ATTN_SEQUENCE(&p, b); /* before any barrier */
+  const int64_t sq = seq.sq, sk = seq.sk, q_row0 = seq.q0;
+  /* TMA rows: the sequence's packed rows (varlen), or with kv_bh 0 the keys of all
+   * sequences one after another. */
+  const int64_t k_row0 = p.cu_q || kv_bh ? seq.k0 : b * p.seqlen_k;
   const int64_t i0 = tile * GP__SM90_ATTN_BM;
   if (i0 >= sq) return; /* the whole block, before any barrier */
   const int64_t rows = sq - i0 < GP__SM90_ATTN_BM ? sq - i0 : GP__SM90_ATTN_BM;
@@ -259,7 +253,7 @@ GP_KERNEL void __launch_bounds__(GP__SM90_ATTN_THREADS, 1)
     if (p.lse && q == 0) {
       const float v = sum > 0.0f ? m[hf] * 0.69314718055994531f + logf(sum) : -INFINITY;
       if (p.cu_q)
-        p.lse[h * (int64_t)p.cu_q[p.batch] + q_row0 + i] = v;
+        p.lse[h * seq.total_q + q_row0 + i] = v;
       else
         p.lse[(b * p.heads_q + h) * p.seqlen_q + i] = v;
     }
