@@ -105,9 +105,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 # the implementation tables of src/gemm_table.c and src/attention_table.c list the same);
 # kernels/cpu: the cpu backend's host kernels.
 API_SRC := $(wildcard src/*.c)
-FAMILIES_cpu := portable sm80 sm90a mfma cpu
-FAMILIES_cuda := portable sm80 sm90a
-FAMILIES_hip := portable mfma
+# kernels/common: what every family shares (built into every backend).
+FAMILIES_cpu := common portable sm80 sm90a mfma cpu
+FAMILIES_cuda := common portable sm80 sm90a
+FAMILIES_hip := common portable mfma
 family_src = $(foreach f,$(FAMILIES_$(1)),$(wildcard kernels/$(f)/*.c))
 CPU_SRC := $(wildcard src/cpu/*.c)
 CPU_ASM := $(wildcard src/cpu/*.S)
