@@ -238,7 +238,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     if (has_bias) GP__TRY(gp__api_check_range(func, "bias", d->bias, (size_t)d->n * gp_dtype_size(d->bias_type)));
   }
 
-  gp_stream_t resolved = NULL;
+  GP__STREAM_REF gp_stream_t resolved = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &resolved));
 
   if (empty) {
