@@ -175,6 +175,10 @@ void gp__desc_remove(const void *d, gp_module_t owner);
 void gp__desc_drop_owner(gp_module_t owner);
 /* Removes every entry whose descriptor lies in [lo, hi) (an unloaded object's span). */
 void gp__desc_drop_range(uintptr_t lo, uintptr_t hi);
+/* Makes owner the owner of the program's entries in [lo, hi): the descriptors a module's
+ * object registered while it was being loaded are the module's, so a launch of one holds
+ * the module and its unload invalidates them. */
+void gp__desc_adopt_range(uintptr_t lo, uintptr_t hi, gp_module_t owner);
 /* Whether d is a registered descriptor of kind. When a live module handed it out,
  * *owner receives that module with a reference taken (release it with
  * gp__handle_release), else NULL. owner may be NULL when no reference is wanted. */

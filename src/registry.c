@@ -354,6 +354,13 @@ void gp__desc_drop_range(uintptr_t lo, uintptr_t hi) {
   table_unlock(&descs);
 }
 
+void gp__desc_adopt_range(uintptr_t lo, uintptr_t hi, gp_module_t owner) {
+  table_lock(&descs);
+  for (size_t i = desc_lower(lo), b = desc_lower(hi); i < b; i++)
+    if (desc_at(i)->owner == NULL) desc_at(i)->owner = owner;
+  table_unlock(&descs);
+}
+
 bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner) {
   if (owner) *owner = NULL;
   if (d == NULL) return false;

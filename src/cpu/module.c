@@ -138,6 +138,8 @@ static gp_status_t open_dl(gp_module_t *module, int fd, const char *path, const 
   }
   m->magic = GP__MODULE_MAGIC;
   object_span(m->dl, &m->lo, &m->hi);
+  /* Its constructors registered its descriptors as the program's: they are the module's. */
+  if (m->hi > m->lo) gp__desc_adopt_range(m->lo, m->hi, m);
   pthread_mutex_lock(&g_modules_mu);
   m->next = g_modules;
   g_modules = m;
@@ -533,7 +535,7 @@ static gp_status_t cache_load(const cache_t *c, const char *name, gp_module_t *m
   free(image);
   GP__TRY(s);
   char p[700];
-  if (!path_fmt(p, sizeof p, "/proc/self/fd/%d/%s", c->dfd, name) || access(p, F_OK) != 0)
+  if (!path_fmt(p, sizeof p, "/proc/%ld/fd/%d/%s", (long)getpid(), c->dfd, name) || access(p, F_OK) != 0)
     path_fmt(p, sizeof p, "%s/%s", c->dir, name); /* no /proc: the directory is private */
   return open_dl(module, -1, p, func, "the compiled module");
 }

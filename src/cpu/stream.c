@@ -1089,11 +1089,16 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
   if (capturing)
     return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_stream_destroy",
                      "'stream' is in a capture: end the capture (gp_stream_end_capture) first");
-  /* The kill is the claim: of two racing destroys, one wins. */
-  if (!gp__handle_kill(s, GP__H_STREAM, NULL))
+  /* The kill is the claim: of two racing destroys, one wins. A reference of its own
+   * keeps s allocated until its wrappers are gone (internal callers hold none). */
+  bool held = gp__handle_acquire(s, GP__H_STREAM);
+  if (!held || !gp__handle_kill(s, GP__H_STREAM, NULL)) {
+    if (held) (void)gp__handle_release(s);
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_stream_destroy",
                      "'stream' (%p) was destroyed concurrently", (void *)s);
+  }
   if (s->kind != S_WRAPPER) kill_stream_wrappers(s);
+  (void)gp__handle_release(s);
   return GP_SUCCESS;
 }
 
@@ -1393,10 +1398,14 @@ gp_status_t gp__be_event_create(gp_event_t *event, unsigned flags) {
 gp_status_t gp__be_event_destroy(gp_event_t event) {
   /* A pending record still completes: the ops hold references. Wrappers of the event
    * go with it (see kill_stream_wrappers). */
-  if (!gp__handle_kill(event, GP__H_EVENT, NULL))
+  bool held = gp__handle_acquire(event, GP__H_EVENT);
+  if (!held || !gp__handle_kill(event, GP__H_EVENT, NULL)) {
+    if (held) (void)gp__handle_release(event);
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_event_destroy",
                      "'event' (%p) was destroyed concurrently", (void *)event);
+  }
   if (!event->wrapper) kill_event_wrappers(event);
+  (void)gp__handle_release(event); /* the last reference of an internal event: freed here */
   return GP_SUCCESS;
 }
 
