@@ -5,8 +5,8 @@
  * device. The tables are sorted arrays under a mutex each: lookups are O(log n) and the
  * tables hold at most thousands of entries in practice. No lock here is held while
  * calling out (finalisers run after the handle table's lock is released), so each is a
- * leaf. Locks are re-initialised in a forked child, so a child can use gpuport afresh
- * (API.md "Threads and fork").
+ * leaf. The locks are taken around fork and released in both processes, so a child can
+ * use gpuport afresh (API.md "Threads and fork").
  */
 #include "internal.h"
 
@@ -42,21 +42,21 @@ typedef struct desc_entry {
 
 static table_t descs = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, sizeof(desc_entry_t)};
 
+/* In the order the registry nests them: a descriptor lookup takes the handle table's
+ * lock under its own (a module's liveness). */
 static void atfork_prepare(void) {
   pthread_mutex_lock(&allocs.lock);
-  pthread_mutex_lock(&handles.lock);
   pthread_mutex_lock(&descs.lock);
+  pthread_mutex_lock(&handles.lock);
 }
 static void atfork_parent(void) {
-  pthread_mutex_unlock(&descs.lock);
   pthread_mutex_unlock(&handles.lock);
+  pthread_mutex_unlock(&descs.lock);
   pthread_mutex_unlock(&allocs.lock);
 }
-static void atfork_child(void) {
-  pthread_mutex_init(&descs.lock, NULL);
-  pthread_mutex_init(&handles.lock, NULL);
-  pthread_mutex_init(&allocs.lock, NULL);
-}
+/* The child's one thread is the one that took the locks: it releases them (a fresh
+ * pthread_mutex_init would leave ThreadSanitizer believing them held). */
+static void atfork_child(void) { atfork_parent(); }
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static void install_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
 

@@ -248,9 +248,11 @@ gp_status_t gp__be_module_get_kernel(gp_kernel_t *kernel, gp_module_t m, const c
                      "the module's symbol %s is not a kernel descriptor of the module (kernels "
                      "are exported with GP_KERNEL_EXPORT(%s))",
                      sym, name);
+  pthread_mutex_lock(&g_modules_mu); /* threads may get kernels of one module at once */
   int i = 0;
   while (i < m->nkernels && m->kernels[i] != k) i++;
   if (i == m->nkernels && i < GP__MAX_MODULE_KERNELS) m->kernels[m->nkernels++] = k;
+  pthread_mutex_unlock(&g_modules_mu);
   *kernel = k;
   return GP_SUCCESS;
 }
