@@ -184,19 +184,19 @@ static bool so_mapped(const so_t *o, uint64_t va, uint64_t len, bool writable) {
 static bool pow2(uint64_t a) { return (a & (a - 1)) == 0; }
 
 /* Notes: each header, name and descriptor within the segment (the loader reads the
- * GNU property notes). */
+ * GNU property notes). The descriptor and the next note start at the segment's
+ * alignment (4, or 8 for 64-bit notes such as GNU properties), counted from the note's
+ * start, as glibc's ELF_NOTE_DESC_OFFSET and ELF_NOTE_NEXT_OFFSET do. */
 static bool notes_ok(const unsigned char *p, uint64_t size, uint64_t align) {
   uint64_t a = align == 8 ? 8 : 4, at = 0;
   while (at < size) {
     if (size - at < 12) return false;
     uint32_t nh[3];
     memcpy(nh, p + at, sizeof nh);
-    uint64_t name = ((uint64_t)nh[0] + a - 1) / a * a, desc = ((uint64_t)nh[1] + a - 1) / a * a;
-    at += 12;
-    if (name > size - at) return false;
-    at += name;
-    if (desc > size - at) return false;
-    at += desc;
+    uint64_t desc = (12 + (uint64_t)nh[0] + a - 1) / a * a, end = desc + nh[1];
+    if (end > size - at) return false;
+    end = (end + a - 1) / a * a;
+    at = end >= size - at ? size : at + end;
   }
   return true;
 }
@@ -366,22 +366,30 @@ static const char *so_symbol_count(const so_t *o, const dyn_t *d, uint64_t *nsym
   return NULL;
 }
 
-static const char *so_symbols(const so_t *o, const dyn_t *d, uint64_t nsyms) {
+/* Symbol i: its entry (and its version) in the file, its name in the string table, and,
+ * when defined, an address of the object's own (dlsym and dladdr hand these out). */
+static const char *so_symbol(const so_t *o, const dyn_t *d, uint64_t i) {
   uint64_t off;
-  if (nsyms > o->n / sizeof(Elf64_Sym) || !so_file_off(o, d->symtab, nsyms * sizeof(Elf64_Sym), &off))
-    return "its symbol table lies outside the file";
-  for (uint64_t i = 0; i < nsyms; i++) {
-    Elf64_Sym s;
-    memcpy(&s, o->p + off + i * sizeof s, sizeof s);
-    if (s.st_name != 0 && !so_string(o, d, s.st_name)) return "a symbol's name lies outside the string table";
-    bool defined = s.st_shndx != SHN_UNDEF && s.st_shndx != SHN_ABS && ELF64_ST_TYPE(s.st_info) != STT_TLS;
-    /* dlsym and dladdr hand out these addresses: they must be the object's own. */
-    if (defined && ELF64_ST_TYPE(s.st_info) != STT_SECTION &&
-        (s.st_value < o->lo || s.st_value > o->hi || s.st_size > o->hi - s.st_value))
-      return "a symbol's address lies outside the loadable segments";
-  }
-  if (d->versym && !so_file_off(o, d->versym, nsyms * 2, &off))
+  Elf64_Sym s;
+  if (i > o->n / sizeof s || !so_file_off(o, d->symtab + i * sizeof s, sizeof s, &off))
+    return "a symbol lies outside the file";
+  memcpy(&s, o->p + off, sizeof s);
+  if (s.st_name != 0 && !so_string(o, d, s.st_name)) return "a symbol's name lies outside the string table";
+  bool defined = s.st_shndx != SHN_UNDEF && s.st_shndx != SHN_ABS && ELF64_ST_TYPE(s.st_info) != STT_TLS;
+  if (defined && ELF64_ST_TYPE(s.st_info) != STT_SECTION &&
+      (s.st_value < o->lo || s.st_value > o->hi || s.st_size > o->hi - s.st_value))
+    return "a symbol's address lies outside the loadable segments";
+  if (d->versym && !so_file_off(o, d->versym + 2 * i, 2, &off))
     return "its symbol version table lies outside the file";
+  return NULL;
+}
+
+/* Every symbol the hash tables reach (what a lookup reads). */
+static const char *so_symbols(const so_t *o, const dyn_t *d, uint64_t nsyms) {
+  for (uint64_t i = 0; i < nsyms; i++) {
+    const char *why = so_symbol(o, d, i);
+    if (why) return why;
+  }
   return NULL;
 }
 
@@ -398,7 +406,10 @@ static const char *so_relocations(const so_t *o, const dyn_t *d, uint64_t nsyms)
     for (uint64_t i = 0; i < tabs[t].size / sizeof(Elf64_Rela); i++) {
       Elf64_Rela r;
       memcpy(&r, o->p + off + i * sizeof r, sizeof r);
-      if (ELF64_R_SYM(r.r_info) >= nsyms) return "a relocation names a symbol that does not exist";
+      /* The symbols the hash tables do not reach (undefined ones) are checked here. */
+      uint64_t sym = ELF64_R_SYM(r.r_info);
+      if (sym >= nsyms && so_symbol(o, d, sym) != NULL)
+        return "a relocation names a symbol that does not exist";
       if (!so_mapped(o, r.r_offset, 8, !d->textrel))
         return "a relocation writes outside the object's writable segments";
     }
@@ -556,16 +567,16 @@ static const char *ccob_check(const unsigned char *p, size_t n) {
 
 /* ---- the check ------------------------------------------------------------------------- */
 
-static bool kind_accepted(image_kind_t k) {
-  switch (GP__BACKEND) {
+static bool kind_accepted(image_kind_t k, int backend) {
+  switch (backend) {
     case GP_BACKEND_CUDA: return k == IMG_CUBIN || k == IMG_FATBIN || k == IMG_PTX;
     case GP_BACKEND_HIP: return k == IMG_AMDGPU || k == IMG_BUNDLE || k == IMG_CCOB;
     default: return k == IMG_HOST_SO;
   }
 }
 
-static const char *backend_takes(void) {
-  switch (GP__BACKEND) {
+static const char *backend_takes(int backend) {
+  switch (backend) {
     case GP_BACKEND_CUDA: return "the cuda backend loads cubins, fatbins and PTX";
     case GP_BACKEND_HIP: return "the hip backend loads AMD GPU code objects and offload bundles";
     default: return "the cpu backend loads shared objects built from dialect sources";
@@ -587,11 +598,16 @@ static const char *whole(image_kind_t k, const unsigned char *p, size_t n) {
 }
 
 gp_status_t gp__image_check(const void *image, size_t n, const char *func, const char *what) {
+  return gp__image_check_for(GP__BACKEND, image, n, func, what);
+}
+
+gp_status_t gp__image_check_for(int backend, const void *image, size_t n, const char *func,
+                                const char *what) {
   const unsigned char *p = image;
   image_kind_t k = classify(p, n);
-  if (!kind_accepted(k))
+  if (!kind_accepted(k, backend))
     return gp__error(GP_ERROR_INVALID_IMAGE, func, "%s is %s: %s", what, g_kind_names[k],
-                     backend_takes());
+                     backend_takes(backend));
   const char *why = whole(k, p, n);
   if (why == NULL) return GP_SUCCESS;
   if (k == IMG_PTX)

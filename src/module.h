@@ -24,6 +24,10 @@ extern "C" {
  * and what the image looks like (a cubin given to the cpu backend, PTX text given to
  * HIP, ...), otherwise. */
 gp_status_t gp__image_check(const void *image, size_t bytes, const char *func, const char *what);
+/* gp__image_check as backend (a gp_backend_t) would check: how the cpu build's tests
+ * reach the checks of the GPU loaders' images. */
+gp_status_t gp__image_check_for(int backend, const void *image, size_t bytes, const char *func,
+                                const char *what);
 
 /* The largest image file gpuport reads (gpuport/module.h documents it): 1 GiB. */
 #define GP__IMAGE_MAX_BYTES ((uint64_t)1 << 30)

@@ -436,11 +436,12 @@ static gp_status_t cache_open(cache_t *c, const char *func) {
   if (c->dfd >= 0) close(c->dfd);
   /* Nothing in it is trusted or written: the compile happens in a directory nobody else
    * can know of or enter (mkdtemp makes it 0700 with a random name). */
+  const char *why_tmp = NULL;
   if (!path_fmt(c->dir, sizeof c->dir, "%s/gpuport-compile-XXXXXX", tmp_dir()) ||
-      mkdtemp(c->dir) == NULL || (c->dfd = open_private_dir(c->dir, &why)) < 0)
+      mkdtemp(c->dir) == NULL || (c->dfd = open_private_dir(c->dir, &why_tmp)) < 0)
     return gp__error(GP_ERROR_OUT_OF_MEMORY, func,
-                     "the cache directory %s cannot be used, nor a private directory in %s: %s",
-                     dir, tmp_dir(), strerror(errno));
+                     "the cache directory %s cannot be used (%s), nor a private directory in %s: %s",
+                     dir, why ? why : "?", tmp_dir(), why_tmp ? why_tmp : strerror(errno));
   c->temporary = true;
   GP__WARN(GP__SUB_LAUNCH,
            "gp_program_compile: the cache directory %s is not used (%s: it must be a directory "
