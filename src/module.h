@@ -29,8 +29,8 @@ gp_status_t gp__image_check(const void *image, size_t bytes, const char *func, c
 gp_status_t gp__image_check_for(int backend, const void *image, size_t bytes, const char *func,
                                 const char *what);
 
-/* The largest image file gpuport reads (gpuport/module.h documents it): 1 GiB. */
-#define GP__IMAGE_MAX_BYTES ((uint64_t)1 << 30)
+/* The largest image file gpuport reads (GP_MODULE_MAX_FILE_BYTES, gpuport/module.h). */
+#define GP__IMAGE_MAX_BYTES ((uint64_t)GP_MODULE_MAX_FILE_BYTES)
 
 /* Opens an image file for reading without blocking (O_NONBLOCK: a FIFO or a device does
  * not hang the open) and checks the opened file, not its name: a regular file of at

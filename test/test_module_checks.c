@@ -168,7 +168,7 @@ START_TEST(only_regular_files_are_read) {
   path_in(big, sizeof big, dir, "big.so");
   int fd = open(big, O_WRONLY | O_CREAT, 0600);
   ck_assert_int_ge(fd, 0);
-  ck_assert_int_eq(ftruncate(fd, (off_t)GP__IMAGE_MAX_BYTES + 1), 0);
+  ck_assert_int_eq(ftruncate(fd, (off_t)GP_MODULE_MAX_FILE_BYTES + 1), 0);
   close(fd);
   FAILS(gp_module_load(&m, big), GP_ERROR_INVALID_IMAGE, "at most");
   path_in(empty, sizeof empty, dir, "empty.so");
