@@ -111,11 +111,14 @@ static void make_dir(char *out, size_t n, const char *what) {
 
 static const char k_src[] =
     "#include <gpuport/kernel.h>\n"
+    "#ifndef KT_FACTOR\n"
+    "#define KT_FACTOR 2\n"
+    "#endif\n"
     "__constant__ float kt_gain[4];\n"
     "GP_SYMBOL_EXPORT(kt_gain)\n"
     "GP_KERNEL void kt_scale(int n, float *x) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < n) x[i] = x[i] * (2.0f + kt_gain[0]);\n"
+    "  if (i < n) x[i] = x[i] * ((float)KT_FACTOR + kt_gain[0]);\n"
     "}\n"
     "GP_KERNEL_EXPORT(kt_scale)\n";
 
@@ -133,8 +136,12 @@ static void compile_module(const char *cache, const char *const *options, int n_
   }
 }
 
+static void run_factor(gp_kernel_t k, int factor);
+
 /* Launches kt_scale on 100 floats x[i] = i and checks y = 2 x (kt_gain is 0). */
-static void run_scale(gp_kernel_t k) {
+static void run_scale(gp_kernel_t k) { run_factor(k, 2); }
+
+static void run_factor(gp_kernel_t k, int factor) {
   enum { N = 100 };
   float h[N], *d;
   for (int i = 0; i < N; i++) h[i] = (float)i;
@@ -145,7 +152,7 @@ static void run_scale(gp_kernel_t k) {
   OK(gp_launch(k, gp_dim3(1, 1, 1), gp_dim3(128, 1, 1), 0, NULL, args));
   OK(gp_memcpy(h, d, sizeof h));
   OK(gp_free(d));
-  for (int i = 0; i < N; i++) ck_assert_float_eq(h[i], 2.0f * (float)i);
+  for (int i = 0; i < N; i++) ck_assert_float_eq(h[i], (float)factor * (float)i);
 }
 
 /* ---- image files --------------------------------------------------------------------------- */
@@ -353,6 +360,52 @@ START_TEST(corrupt_shared_objects_are_refused) {
   remove_tree(cache);
   /* Loading from memory left no file in TMPDIR (before: /tmp/gpuport-module-*). */
   ck_assert_int_eq(count_entries(g_tmp), 0);
+}
+END_TEST
+
+/* Two different objects loaded at once stay two (the loader knows objects by the name
+ * they were opened with: a name that came back for another file would hand out the
+ * first one), from files and from memory, in any order of loads and unloads. */
+START_TEST(distinct_modules_stay_distinct) {
+  NEED_DEVICE();
+  if (!cpu()) return;
+  char cache[600], dir[600], path[2][700];
+  make_dir(cache, sizeof cache, "cache");
+  make_dir(dir, sizeof dir, "two");
+  unsigned char *img[2];
+  size_t n[2];
+  for (int v = 0; v < 2; v++) {
+    char opt[32], sub[700];
+    const char *o[] = {opt};
+    snprintf(opt, sizeof opt, "-DKT_FACTOR=%d", 3 + v);
+    snprintf(sub, sizeof sub, "%s/%d", cache, v);
+    gp_module_t m;
+    compile_module(sub, o, 1, &m, &img[v], &n[v]);
+    OK(gp_module_unload(m));
+    snprintf(path[v], sizeof path[v], "%s/k%d.so", dir, v);
+    write_all(path[v], img[v], n[v], 0600);
+  }
+  for (int round = 0; round < 3; round++) {
+    gp_module_t m[4];
+    gp_kernel_t k[4];
+    for (int i = 0; i < 4; i++) {
+      if (i < 2) OK(gp_module_load_data(&m[i], img[i], n[i]));
+      else OK(gp_module_load(&m[i], path[i - 2]));
+      OK(gp_module_get_kernel(&k[i], m[i], "kt_scale"));
+      run_factor(k[i], 3 + i % 2);
+      /* Each round unloads another one first, so descriptor numbers come back. */
+      if (i == round) OK(gp_module_unload(m[i]));
+    }
+    for (int i = 0; i < 4; i++)
+      if (i != round) {
+        run_factor(k[i], 3 + i % 2);
+        OK(gp_module_unload(m[i]));
+      }
+  }
+  free(img[0]);
+  free(img[1]);
+  remove_tree(dir);
+  remove_tree(cache);
 }
 END_TEST
 
@@ -689,6 +742,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 180); /* the cache case compiles several times */
   tcase_add_test(tc, only_regular_files_are_read);
   tcase_add_test(tc, corrupt_shared_objects_are_refused);
+  tcase_add_test(tc, distinct_modules_stay_distinct);
   tcase_add_test(tc, gpu_images_are_bounded);
   tcase_add_test(tc, stray_descriptors_are_invalid_handles);
   tcase_add_test(tc, first_module_is_unmapped_by_unload);

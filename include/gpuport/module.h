@@ -63,8 +63,8 @@ typedef struct gp_module_s *gp_module_t;
  *        corrupt or foreign image is refused before a loader sees it: for a shared
  *        object the ELF header, the program headers, the dynamic section and every table
  *        it names must lie within the file), then loaded with cudaLibraryLoadData,
- *        hipModuleLoadData, or dlopen on the cpu backend (which maps the very file that
- *        was checked). Loading a cpu module runs its constructors (see the file comment).
+ *        hipModuleLoadData, or dlopen on the cpu backend. Loading a cpu module runs its
+ *        constructors (see the file comment).
  * @param[out] module the module; NULL on failure.
  * @param[in] path file name; on the cpu backend a shared object for this machine.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL argument; not a regular file, or

@@ -6,10 +6,9 @@
  * descriptors GP_KERNEL_EXPORT emitted, found with dlsym as `gp__kernel_<name>`. The
  * image is read from a regular file (never a FIFO or a device: src/image.c) and checked
  * before dlopen, so that a cubin, a HIP code object, PTX text, a truncated or corrupt
- * file is reported as such instead of crashing the loader; the loader then maps the
- * very file that was checked (through /proc/self/fd, so a rename in between cannot swap
- * it). An image in memory is loaded from an anonymous file (memfd), or from a private
- * temporary directory where there is none, removed on every path.
+ * file is reported as such instead of crashing the loader. An image in memory is loaded
+ * from an anonymous file (memfd), or from a private temporary directory where there is
+ * none, removed on every path.
  *
  * gp_program_compile writes the source to the cache directory and runs the compiler
  * (GP_CC, default cc) with posix_spawn, its output going to a log file. The result is
@@ -53,6 +52,7 @@ extern char **environ;
 struct gp_module_s {
   uint32_t magic;
   void *dl;
+  int fd;                          /* an anonymous file the object was loaded from, or -1 */
   uintptr_t lo, hi;                /* the object's mapped span: its descriptors lie there */
   struct gp_module_s *next;        /* g_modules */
   int nkernels;
@@ -109,25 +109,18 @@ static void object_span(void *dl, uintptr_t *lo, uintptr_t *hi) {
   *hi = sp.hi;
 }
 
-/* dlopen of the checked file: through its descriptor when /proc is there (the loader
- * then maps the file that was checked, whatever its name points to meanwhile). */
-static void *dlopen_checked(int fd, const char *path) {
-  char p[64];
-  if (fd >= 0 && path_fmt(p, sizeof p, "/proc/self/fd/%d", fd) && access(p, F_OK) == 0)
-    return dlopen(p, RTLD_NOW | RTLD_LOCAL);
-  char buf[4096];
-  if (path && strchr(path, '/') == NULL) { /* a bare name would be searched for */
-    path_fmt(buf, sizeof buf, "./%s", path);
-    path = buf;
-  }
-  return path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-}
-
-static gp_status_t open_dl(gp_module_t *module, int fd, const char *path, const char *func,
+/* The loader finds an object already loaded by the name it was opened with before it
+ * looks at files, so a name that can come back for another file (/proc/self/fd/N once
+ * N is closed and reused) is only used while N stays open: anonymous files (memfd) are
+ * kept open as long as their module is loaded. A path without a slash would be
+ * searched for in the library path. */
+static gp_status_t open_dl(gp_module_t *module, const char *name, int keep_fd, const char *func,
                            const char *what) {
   struct gp_module_s *m = calloc(1, sizeof(*m));
   if (m == NULL) return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "out of host memory");
-  m->dl = dlopen_checked(fd, path);
+  char buf[4200];
+  if (strchr(name, '/') == NULL && path_fmt(buf, sizeof buf, "./%s", name)) name = buf;
+  m->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (m->dl == NULL) {
     const char *e = dlerror();
     free(m);
@@ -137,6 +130,7 @@ static gp_status_t open_dl(gp_module_t *module, int fd, const char *path, const 
                      what, e ? e : "dlopen failed");
   }
   m->magic = GP__MODULE_MAGIC;
+  m->fd = keep_fd;
   object_span(m->dl, &m->lo, &m->hi);
   /* Its constructors registered its descriptors as the program's: they are the module's. */
   if (m->hi > m->lo) gp__desc_adopt_range(m->lo, m->hi, m);
@@ -148,15 +142,13 @@ static gp_status_t open_dl(gp_module_t *module, int fd, const char *path, const 
   return GP_SUCCESS;
 }
 
-/* Reads the open image file whole, checks it, and loads that file. */
-static gp_status_t load_fd(gp_module_t *module, int fd, size_t size, const char *path,
-                           const char *func, const char *what) {
+/* Reads the open image file whole and checks it. */
+static gp_status_t check_fd(int fd, size_t size, const char *func, const char *what) {
   unsigned char *image = NULL;
   GP__TRY(gp__image_read_fd(fd, size, func, what, &image));
   gp_status_t st = gp__image_check(image, size, func, what);
   free(image);
-  GP__TRY(st);
-  return open_dl(module, fd, path, func, what);
+  return st;
 }
 
 gp_status_t gp__be_module_load(gp_module_t *module, const char *path) {
@@ -166,9 +158,12 @@ gp_status_t gp__be_module_load(gp_module_t *module, const char *path) {
   int fd = -1;
   struct stat st;
   GP__TRY(gp__image_open(path, 0, f, what, &fd, &st));
-  gp_status_t s = load_fd(module, fd, (size_t)st.st_size, path, f, what);
+  gp_status_t s = check_fd(fd, (size_t)st.st_size, f, what);
   close(fd);
-  return s;
+  /* By its name: the loader's own identity of objects (a second load of one file is the
+   * same object). Whoever may change the file between the check and the load is the
+   * caller's to trust; the cache, which others might reach, loads through descriptors. */
+  return s == GP_SUCCESS ? open_dl(module, path, -1, f, what) : s;
 }
 
 static bool write_all(int fd, const void *data, size_t n) {
@@ -200,12 +195,12 @@ gp_status_t gp__be_module_load_data(gp_module_t *module, const void *image, size
     close(fd);
     fd = -1;
   }
-  if (fd >= 0) {
+  if (fd >= 0) { /* kept open while the module is loaded (see open_dl) */
     gp_status_t st = write_all(fd, image, bytes)
-                         ? open_dl(module, fd, NULL, f, "'image'")
+                         ? open_dl(module, p, fd, f, "'image'")
                          : gp__error(GP_ERROR_OUT_OF_MEMORY, f, "cannot write the image: %s",
                                      strerror(errno));
-    close(fd);
+    if (st != GP_SUCCESS) close(fd);
     return st;
   }
   /* No memfd or no /proc: a file in a private directory, both removed on every path. */
@@ -220,7 +215,7 @@ gp_status_t gp__be_module_load_data(gp_module_t *module, const void *image, size
     st = gp__error(GP_ERROR_OUT_OF_MEMORY, f, "cannot write the image to %s: %s", path,
                    strerror(errno));
   if (fd >= 0) close(fd);
-  if (st == GP_SUCCESS) st = open_dl(module, -1, path, f, "'image'");
+  if (st == GP_SUCCESS) st = open_dl(module, path, -1, f, "'image'");
   unlink(path);
   rmdir(dir);
   return st;
@@ -271,6 +266,16 @@ gp_status_t gp__be_module_unload(gp_module_t m) {
    * too, when it is. */
   if (!shared && m->hi > m->lo) gp__desc_drop_range(m->lo, m->hi);
   int rc = dlclose(m->dl);
+  if (m->fd >= 0) {
+    /* Still loaded (an object with a unique symbol is never unloaded): its name must
+     * keep meaning this file, so the descriptor stays open. */
+    char p[64];
+    void *still = path_fmt(p, sizeof p, "/proc/self/fd/%d", m->fd)
+                      ? dlopen(p, RTLD_LAZY | RTLD_NOLOAD)
+                      : NULL;
+    if (still) dlclose(still);
+    else close(m->fd);
+  }
   m->magic = 0;
   free(m);
   if (rc != 0) {
@@ -537,10 +542,11 @@ static gp_status_t cache_load(const cache_t *c, const char *name, gp_module_t *m
   if (s == GP_SUCCESS) s = gp__image_check(image, (size_t)st.st_size, func, "the compiled module");
   free(image);
   GP__TRY(s);
+  /* The name comes back only for this key (the hash) and so for the same object. */
   char p[700];
   if (!path_fmt(p, sizeof p, "/proc/%ld/fd/%d/%s", (long)getpid(), c->dfd, name) || access(p, F_OK) != 0)
     path_fmt(p, sizeof p, "%s/%s", c->dir, name); /* no /proc: the directory is private */
-  return open_dl(module, -1, p, func, "the compiled module");
+  return open_dl(module, p, -1, func, "the compiled module");
 }
 
 /* The sizes and times of the installed headers: a changed header changes the key. */
