@@ -201,8 +201,10 @@ GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t b
 }
 
 GP_API const char *gp_kernel_name(gp_kernel_t kernel) {
-  /* The name lives in the kernel's object: valid while the module (if any) is loaded. */
-  if (!gp__desc_find(kernel, GP__DESC_KERNEL, NULL) || kernel->magic != GP_KERNEL_MAGIC)
+  /* The name lives in the kernel's object: valid while the module (if any) is loaded,
+   * which the reference guarantees while it is read here. */
+  GP__MODULE_REF gp_module_t owner = NULL;
+  if (!gp__desc_find(kernel, GP__DESC_KERNEL, &owner) || kernel->magic != GP_KERNEL_MAGIC)
     return NULL;
   return kernel->name;
 }
