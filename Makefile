@@ -11,6 +11,8 @@
 #                           then the MPI test (when mpicc and mpirun are present)
 #   make test-valgrind      the executor's suites under valgrind memcheck (slow)
 #   make fuzz [FUZZ_SECONDS=N]  the libFuzzer harnesses of test/fuzz, N seconds each
+#   make test-tsan          the handle stress suite (test_handles) under ThreadSanitizer,
+#                           against a TSan build of the cpu runtime in build/cpu-tsan
 #   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
@@ -259,7 +261,7 @@ bin/gpuport: bin/gpuport-$(BACKEND)
 
 # Runtime compilation (src/program.c) falls back to the headers of this source tree when
 # the library is neither installed nor next to an include/ directory.
-$(foreach v,cpu cpu-san cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP__SOURCE_INCLUDE_DIR='"$(CURDIR)/include"'
+$(foreach v,cpu cpu-san cpu-tsan cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP__SOURCE_INCLUDE_DIR='"$(CURDIR)/include"'
 
 # ---- tests (linked statically, so suites may reach internal functions) --------------
 # cpu test binaries export their symbols (-rdynamic): the modules they load (dlopen)
@@ -396,6 +398,31 @@ fuzz: $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 	  [ $${PIPESTATUS[0]} -eq 0 ] || { echo "fuzz $$t: FAILED"; exit 1; }; \
 	done; echo "fuzz: every harness ran $(FUZZ_SECONDS) s without a finding"
 
+# Handles destroyed while other threads use them, under ThreadSanitizer (CI runs it): the
+# cpu runtime (src/, src/cpu/, kernels/cpu: no dialect kernels, whose fibers TSan cannot
+# follow; the static link takes only what the suite calls) and the suite's barrier-free
+# kernel, built with -fsanitize=thread in build/cpu-tsan. A race report fails the run.
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -O1
+TSAN_OBJ := $(API_SRC:%.c=build/cpu-tsan/%.o) $(CPU_SRC:%.c=build/cpu-tsan/%.o) $(CPU_ASM:%.S=build/cpu-tsan/%.o)
+build/cpu-tsan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) -MMD -MP $(BASE_CFLAGS) $(CFLAGS_cpu) $(TSAN_FLAGS) -c $< -o $@
+build/cpu-tsan/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) -MMD -MP $(BASE_CFLAGS) $(CFLAGS_cpu) $(TSAN_FLAGS) -c $< -o $@
+build/cpu-tsan/%.cu.o: %.cu
+	@mkdir -p $(@D)
+	$(CXX) -MMD -MP -x c++ $(BASE_CXXFLAGS) $(CFLAGS_cpu) $(TSAN_FLAGS) -c $< -o $@
+build/cpu-tsan/libgpuport-cpu.a: $(TSAN_OBJ)
+	rm -f $@ && ar rcs $@ $^
+build/cpu-tsan/test/test_handles: test/test_handles.c build/cpu-tsan/test/kernels/kt_handles.cu.o \
+  $(REF_SRC:%.c=build/cpu-tsan/%.o) build/cpu-tsan/libgpuport-cpu.a $(wildcard test/*.h ref/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_cpu) $(TSAN_FLAGS) $(CHECK_CFLAGS) -Iref -Itest $< build/cpu-tsan/test/kernels/kt_handles.cu.o \
+	  $(REF_SRC:%.c=build/cpu-tsan/%.o) -o $@ -rdynamic build/cpu-tsan/libgpuport-cpu.a $(LIBS_cpu) $(CHECK_LIBS)
+test-tsan: build/cpu-tsan/test/test_handles
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 $$TSAN_OPTIONS" $<
+
 check: test
 
 # ---- the model of the MiniLM example and its test (the only step that uses the network) --
@@ -488,6 +515,6 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-.PHONY: all all-backends test check fuzz model install docs clean check-exports check-deps check-dispatch check-sm80 check-sm90 check-hip-kernels mpi test-valgrind \
+.PHONY: all all-backends test check fuzz model install docs clean check-exports check-deps check-dispatch check-sm80 check-sm90 check-hip-kernels mpi test-valgrind test-tsan \
         check-gpu-script \
         $(foreach b,cpu cuda hip,backend-$(b) tests-$(b) examples-$(b)) tests-cpu-san

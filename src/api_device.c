@@ -76,8 +76,11 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
     gp_device_props_init(&p);
     GP__TRY(gp__be_device_get_props(&p, dev));
     pthread_mutex_lock(&g_props_mu);
-    g_props[dev] = p;
-    g_props_valid[dev] = true;
+    if (!g_props_valid[dev]) { /* another thread may have filled it meanwhile, and readers
+                                * read it without the lock once it is valid */
+      g_props[dev] = p;
+      g_props_valid[dev] = true;
+    }
     pthread_mutex_unlock(&g_props_mu);
   }
   /* Entries are written once, before valid is set, and never again. */

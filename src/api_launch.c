@@ -4,39 +4,10 @@
  * enqueued (docs/design/API.md "Kernels"); and the per-kernel dynamic shared memory limits of
  * gp_kernel_set_max_dynamic_shared(), which every backend's launch check reads.
  */
-#include <errno.h>
 #include <pthread.h>
-#include <stdalign.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include "api.h"
 #include "launch.h"
-
-/* ---- is a kernel pointer readable? ------------------------------------------------------ */
-
-/* A gp_kernel_t is a pointer to a descriptor in the application's image; a stray value
- * (an uninitialised variable, an integer) must give GP_ERROR_INVALID_HANDLE, not a
- * segfault in the check that reads its magic. Whether its bytes are mapped is asked of
- * the OS (msync fails with ENOMEM on unmapped pages) until the descriptor has passed
- * every check once: descriptors that passed are remembered, so launches of known
- * kernels make no system call. (Mapped memory holding garbage fails the magic check.) */
-#define GP__KNOWN_KERNELS 64
-static _Atomic(const void *) g_known[GP__KNOWN_KERNELS];
-
-static size_t known_slot(gp_kernel_t k) { return ((uintptr_t)k >> 4) % GP__KNOWN_KERNELS; }
-
-static bool kernel_readable(gp_kernel_t k) {
-  if ((uintptr_t)k % alignof(struct gp_kernel_s) != 0) return false;
-  if (atomic_load_explicit(&g_known[known_slot(k)], memory_order_relaxed) == (const void *)k)
-    return true;
-  long page = sysconf(_SC_PAGESIZE);
-  uintptr_t ps = page > 0 ? (uintptr_t)page : 4096u;
-  uintptr_t first = (uintptr_t)k & ~(ps - 1), end = (uintptr_t)k + sizeof(struct gp_kernel_s);
-  if (end < (uintptr_t)k) return false;
-  return msync((void *)first, end - first, MS_ASYNC) == 0 || errno != ENOMEM;
-}
 
 /* ---- per-kernel dynamic shared memory limits ------------------------------------------ */
 
@@ -90,13 +61,34 @@ void gp__kernel_forget(gp_kernel_t kernel) {
 
 /* ---- checks ------------------------------------------------------------------------------ */
 
-gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
+void gp__module_put_ref(gp_module_t *m) {
+  const void *h = *m;
+  gp__handle_put_ref(&h);
+}
+
+gp_status_t gp__kernel_check(gp_kernel_t k, const char *func, gp_module_t *owner) {
+  if (owner) *owner = NULL;
   if (k == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'kernel' is NULL");
-  if (!kernel_readable(k))
+  /* A gp_kernel_t is a pointer to a descriptor; a stray value (an uninitialised variable,
+   * an integer, a kernel of an unloaded module) must give GP_ERROR_INVALID_HANDLE, not a
+   * fault in the check that reads its magic: it is looked up before it is read. */
+  gp_module_t m = NULL;
+  if (!gp__desc_find(k, GP__DESC_KERNEL, &m))
     return gp__error(GP_ERROR_INVALID_HANDLE, func,
-                     "'kernel' (%p) is not the address of a kernel descriptor (unaligned "
-                     "or unmapped): name kernels with GP_KERNEL_REF()",
+                     "'kernel' (%p) is not a kernel of this program or of a loaded module "
+                     "(name kernels with GP_KERNEL_REF(), or get them from a module that is "
+                     "still loaded)",
                      (const void *)k);
+  gp_status_t st = gp__kernel_check_desc(k, func);
+  if (st != GP_SUCCESS || owner == NULL) {
+    if (m) (void)gp__handle_release(m);
+    return st;
+  }
+  *owner = m;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__kernel_check_desc(gp_kernel_t k, const char *func) {
   if (k->magic != GP_KERNEL_MAGIC)
     return gp__error(GP_ERROR_INVALID_HANDLE, func,
                      "'kernel' (%p) is not a kernel descriptor (magic 0x%08x): name kernels "
@@ -126,7 +118,6 @@ gp_status_t gp__kernel_check(gp_kernel_t k, const char *func) {
     return gp__error(GP_ERROR_INVALID_IMAGE, func,
                      "'kernel' '%s' was compiled for warp width %d; gpuport builds 32 or 64",
                      k->name ? k->name : "?", k->warp_size);
-  atomic_store_explicit(&g_known[known_slot(k)], (const void *)k, memory_order_relaxed);
   return GP_SUCCESS;
 }
 
@@ -181,9 +172,10 @@ static gp_status_t check_args(const char *func, gp_kernel_t k, void **args) {
 
 GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
                              size_t dynamic_shared_bytes, gp_stream_t stream, void **args) {
-  GP__TRY(gp__kernel_check(kernel, __func__));
+  GP__MODULE_REF gp_module_t owner = NULL;
+  GP__TRY(gp__kernel_check(kernel, __func__, &owner));
   GP__TRY(check_args(__func__, kernel, args));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   /* The limits of the current device: a stream of another device has the same limits
    * on every machine gpuport supports (one device model per process in practice). */
@@ -197,7 +189,8 @@ GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block
 }
 
 GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes) {
-  GP__TRY(gp__kernel_check(kernel, __func__));
+  GP__MODULE_REF gp_module_t owner = NULL;
+  GP__TRY(gp__kernel_check(kernel, __func__, &owner));
   const gp_device_props_t *p;
   GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
   GP__CHECK_ARG(bytes <= p->shared_memory_per_block_optin,
@@ -208,7 +201,11 @@ GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t b
 }
 
 GP_API const char *gp_kernel_name(gp_kernel_t kernel) {
-  if (kernel == NULL || !kernel_readable(kernel) || kernel->magic != GP_KERNEL_MAGIC) return NULL;
+  /* The name lives in the kernel's object: valid while the module (if any) is loaded,
+   * which the reference guarantees while it is read here. */
+  GP__MODULE_REF gp_module_t owner = NULL;
+  if (!gp__desc_find(kernel, GP__DESC_KERNEL, &owner) || kernel->magic != GP_KERNEL_MAGIC)
+    return NULL;
   return kernel->name;
 }
 
@@ -228,9 +225,10 @@ GP_API gp_status_t gp_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *co
   size_t n = config->struct_size < sizeof c ? config->struct_size : sizeof c;
   memcpy(&c, config, n);
   c.struct_size = sizeof c;
-  GP__TRY(gp__kernel_check(kernel, __func__));
+  GP__MODULE_REF gp_module_t owner = NULL;
+  GP__TRY(gp__kernel_check(kernel, __func__, &owner));
   GP__TRY(check_args(__func__, kernel, args));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(c.stream, __func__, &s));
   const gp_device_props_t *p;
   GP__TRY(gp__api_props(__func__, gp__current_device(), &p));

@@ -176,7 +176,7 @@ GP_API gp_status_t gp_malloc_async(void **ptr, size_t bytes, gp_stream_t stream)
   *ptr = NULL;
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   if (bytes == 0) return GP_SUCCESS;
   void *p = NULL;
@@ -186,7 +186,7 @@ GP_API gp_status_t gp_malloc_async(void **ptr, size_t bytes, gp_stream_t stream)
 
 GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream) {
   GP__TRY(gp__api_init(__func__));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   if (ptr == NULL) return GP_SUCCESS;
   gp__alloc_info_t info;
@@ -256,7 +256,7 @@ GP_API gp_status_t gp_memcpy(void *dst, const void *src, size_t bytes) {
 GP_API gp_status_t gp_memcpy_async(void *dst, const void *src, size_t bytes, gp_stream_t stream) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   GP__TRY(check_copy(__func__, dst, src, bytes));
   if (bytes == 0) return GP_SUCCESS;
@@ -278,7 +278,7 @@ GP_API gp_status_t gp_memcpy_2d_async(void *dst, size_t dpitch, const void *src,
                                       size_t width_bytes, size_t height, gp_stream_t stream) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   GP__TRY(check_copy_2d(__func__, dst, dpitch, src, spitch, width_bytes, height));
   if (width_bytes == 0 || height == 0) return GP_SUCCESS;
@@ -317,7 +317,7 @@ GP_API gp_status_t gp_memcpy_peer(void *dst, int dst_device, const void *src, in
 GP_API gp_status_t gp_memcpy_peer_async(void *dst, int dst_device, const void *src,
                                         int src_device, size_t bytes, gp_stream_t stream) {
   GP__TRY(check_peer(__func__, dst, dst_device, src, src_device, bytes));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   if (bytes == 0) return GP_SUCCESS;
   return gp__be_memcpy_peer_async(dst, dst_device, src, src_device, bytes, s, false);
@@ -352,7 +352,7 @@ GP_API gp_status_t gp_memset(void *ptr, int value, size_t bytes) {
 GP_API gp_status_t gp_memset_async(void *ptr, int value, size_t bytes, gp_stream_t stream) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   GP__TRY(check_set(__func__, ptr, bytes));
   if (bytes == 0) return GP_SUCCESS;
@@ -373,7 +373,7 @@ GP_API gp_status_t gp_memset_d32_async(void *ptr, uint32_t value, size_t count,
                                        gp_stream_t stream) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   GP__TRY(check_set_d32(__func__, ptr, count));
   if (count == 0) return GP_SUCCESS;

@@ -1,24 +1,19 @@
 /*
  * api_module.c - public entry points for modules, runtime compilation and occupancy
  * (gpuport/module.h). Module handles are registered here once the backend has loaded
- * the module; the kernels a module hands out are descriptors like GP_KERNEL_EXPORT's,
- * so gp_launch() and its checks serve them unchanged.
+ * the module, with the backend's unload as their finaliser (internal.h "handle
+ * registry"); the kernels a module hands out are descriptors like GP_KERNEL_EXPORT's,
+ * entered in the descriptor table with the module as owner, so gp_launch() and its
+ * checks serve them unchanged, and unloading the module makes them invalid at once.
  */
 #include "api.h"
 #include "launch.h"
 
-static gp_status_t check_module(const char *func, gp_module_t m) {
-  if (m == NULL) return gp__error(GP_ERROR_INVALID_HANDLE, func, "'module' is NULL");
-  if (!gp__handle_valid(m, GP__H_MODULE))
-    return gp__error(GP_ERROR_INVALID_HANDLE, func,
-                     "'module' (%p) is not a loaded module (unloaded, or never loaded)",
-                     (void *)m);
-  return GP_SUCCESS;
-}
+static gp_status_t module_fini(void *m) { return gp__be_module_unload(m); }
 
 /* Registers a module the backend just loaded; unloads it when the registry cannot. */
 static gp_status_t publish(const char *func, gp_module_t *out, gp_module_t m) {
-  gp_status_t st = gp__handle_add(m, GP__H_MODULE);
+  gp_status_t st = gp__handle_add(m, GP__H_MODULE, module_fini);
   if (st != GP_SUCCESS) {
     (void)gp__be_module_unload(m);
     return gp__error(st, func, "cannot register the module");
@@ -56,11 +51,22 @@ GP_API gp_status_t gp_module_get_kernel(gp_kernel_t *kernel, gp_module_t module,
   GP__CHECK_NOT_NULL(name);
   GP__CHECK_ARG(name[0] != '\0', "'name' is empty");
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_module(__func__, module));
+  GP__HANDLE_REF const void *held = NULL;
+  GP__TRY(gp__handle_hold(module, GP__H_MODULE, __func__, "module", &held));
   gp_kernel_t k = NULL;
   GP__TRY(gp__be_module_get_kernel(&k, module, name));
+  /* The backend vouches that k is a whole descriptor-sized object of the module; the
+   * table entry makes it a kernel launches accept, until the module is unloaded. */
+  gp_status_t st = gp__desc_add(k, GP__DESC_KERNEL, module);
+  if (st == GP_ERROR_INVALID_HANDLE)
+    return GP__ERR(st, "'module' (%p) was unloaded concurrently", (void *)module);
+  if (st != GP_SUCCESS) return GP__ERR(st, "no host memory to register kernel '%s'", name);
   /* A module built against another descriptor ABI or for another backend. */
-  GP__TRY(gp__kernel_check(k, __func__));
+  st = gp__kernel_check_desc(k, __func__);
+  if (st != GP_SUCCESS) {
+    gp__desc_remove(k, module);
+    return st;
+  }
   *kernel = k;
   return GP_SUCCESS;
 }
@@ -68,11 +74,16 @@ GP_API gp_status_t gp_module_get_kernel(gp_kernel_t *kernel, gp_module_t module,
 GP_API gp_status_t gp_module_unload(gp_module_t module) {
   if (module == NULL) return GP_SUCCESS;
   GP__TRY(gp__api_init(__func__));
-  if (!gp__handle_remove(module, GP__H_MODULE))
-    return GP__ERR(GP_ERROR_INVALID_HANDLE,
-                   "'module' (%p) is not a loaded module (unloaded, or never loaded)",
+  GP__TRY(gp__handle_get(module, GP__H_MODULE, __func__, "module"));
+  if (!gp__handle_kill(module, GP__H_MODULE, NULL)) {
+    (void)gp__handle_release(module);
+    return GP__ERR(GP_ERROR_INVALID_HANDLE, "'module' (%p) was unloaded concurrently",
                    (void *)module);
-  return gp__be_module_unload(module);
+  }
+  /* Its kernels are invalid from now on; the object goes when the last call using the
+   * module (a launch of one of its kernels, queued work) lets it go. */
+  gp__desc_drop_owner(module);
+  return gp__handle_release(module);
 }
 
 GP_API gp_status_t gp_program_compile(gp_module_t *module, const char *source, const char *name,
@@ -96,7 +107,8 @@ GP_API gp_status_t gp_occupancy_max_active_blocks(int *num_blocks, gp_kernel_t k
                                                   int block_threads, size_t dynamic_shared) {
   GP__CHECK_NOT_NULL(num_blocks);
   *num_blocks = 0;
-  GP__TRY(gp__kernel_check(kernel, __func__));
+  GP__MODULE_REF gp_module_t owner = NULL;
+  GP__TRY(gp__kernel_check(kernel, __func__, &owner));
   GP__CHECK_ARG(block_threads > 0, "'block_threads' is %d", block_threads);
   const gp_device_props_t *p;
   GP__TRY(gp__api_props(__func__, gp__current_device(), &p));

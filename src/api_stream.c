@@ -1,15 +1,20 @@
 /*
  * api_stream.c - public entry points for streams, events and host callbacks, and the
- * stream-handle resolution every api file shares. Handles are checked against the
- * handle registry (a destroyed or foreign handle is an error, not a read of freed
- * memory); the backends register them when they create them.
+ * stream-handle resolution every api file shares. Handles are looked up in the handle
+ * registry and held (a reference) until the call no longer uses them, so a destroyed or
+ * foreign handle is an error, not a read of freed memory, and a handle destroyed by
+ * another thread meanwhile stays allocated until this call is done with it (internal.h
+ * "handle registry"); the backends register them when they create them.
  */
 #include "api.h"
 
+static bool is_default_stream(gp_stream_t s) {
+  return s == NULL || s == GP_STREAM_LEGACY || s == GP_STREAM_PER_THREAD;
+}
+
 gp_status_t gp__stream_resolve(gp_stream_t s, const char *func, gp_stream_t *out) {
   /* The named default streams pass through: each backend maps them to its own object. */
-  if (s == NULL || s == GP_STREAM_LEGACY || s == GP_STREAM_PER_THREAD ||
-      gp__handle_valid(s, GP__H_STREAM)) {
+  if (is_default_stream(s) || gp__handle_acquire(s, GP__H_STREAM)) {
     *out = s;
     return GP_SUCCESS;
   }
@@ -18,13 +23,20 @@ gp_status_t gp__stream_resolve(gp_stream_t s, const char *func, gp_stream_t *out
                    (void *)s);
 }
 
-static gp_status_t check_event(const char *func, const char *arg, gp_event_t e) {
-  if (e == NULL) return gp__error(GP_ERROR_INVALID_HANDLE, func, "'%s' is NULL", arg);
-  if (!gp__handle_valid(e, GP__H_EVENT))
-    return gp__error(GP_ERROR_INVALID_HANDLE, func,
-                     "'%s' (%p) is not a live gpuport event (destroyed, or never created)", arg,
-                     (void *)e);
-  return GP_SUCCESS;
+void gp__stream_put(gp_stream_t s) {
+  if (is_default_stream(s)) return;
+  const void *h = s;
+  gp__handle_put_ref(&h);
+}
+
+void gp__stream_put_ref(gp_stream_t *s) { gp__stream_put(*s); }
+
+/* A destroy holds a reference, retires the handle through the backend, then drops the
+ * reference: the finaliser runs here unless another call still uses the handle, and its
+ * status is this call's. */
+static gp_status_t finish_destroy(const void *h, gp_status_t retired) {
+  gp_status_t fini = gp__handle_release(h);
+  return retired != GP_SUCCESS ? retired : fini;
 }
 
 /* A wait returns the faults of the work it waited for (docs/design/API.md
@@ -72,13 +84,13 @@ GP_API gp_status_t gp_stream_destroy(gp_stream_t stream) {
                 "'stream' is a default stream, which cannot be destroyed");
   gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
-  return gp__be_stream_destroy(s);
+  return finish_destroy(s, gp__be_stream_destroy(s));
 }
 
 GP_API gp_status_t gp_stream_synchronize(gp_stream_t stream) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   return sync_result(__func__, gp__be_stream_synchronize(s));
 }
@@ -86,7 +98,7 @@ GP_API gp_status_t gp_stream_synchronize(gp_stream_t stream) {
 GP_API gp_status_t gp_stream_query(gp_stream_t stream) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   /* NOT_READY is an answer, not a failure: it sets no message. */
   return sync_result(__func__, gp__be_stream_query(s));
@@ -95,9 +107,10 @@ GP_API gp_status_t gp_stream_query(gp_stream_t stream) {
 GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event) {
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
-  GP__TRY(check_event(__func__, "event", event));
+  GP__HANDLE_REF const void *e = NULL;
+  GP__TRY(gp__handle_hold(event, GP__H_EVENT, __func__, "event", &e));
   return gp__be_stream_wait_event(s, event);
 }
 
@@ -105,13 +118,13 @@ GP_API gp_status_t gp_launch_host_func(gp_stream_t stream, void (*fn)(void *), v
   GP__CHECK_NOT_NULL(fn);
   int n = 0;
   GP__TRY(gp__api_device_count(__func__, &n));
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   return gp__be_launch_host_func(s, fn, user);
 }
 
 GP_API void *gp_stream_native(gp_stream_t stream) {
-  gp_stream_t s = NULL;
+  GP__STREAM_REF gp_stream_t s = NULL;
   if (gp__api_init(__func__) != GP_SUCCESS || gp__stream_resolve(stream, __func__, &s) != GP_SUCCESS)
     return NULL;
   return gp__be_stream_native(s);
@@ -148,21 +161,24 @@ GP_API gp_status_t gp_event_create_with_flags(gp_event_t *event, unsigned flags)
 
 GP_API gp_status_t gp_event_record(gp_event_t event, gp_stream_t stream) {
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_event(__func__, "event", event));
-  gp_stream_t s = NULL;
+  GP__HANDLE_REF const void *e = NULL;
+  GP__TRY(gp__handle_hold(event, GP__H_EVENT, __func__, "event", &e));
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
   return gp__be_event_record(event, s);
 }
 
 GP_API gp_status_t gp_event_synchronize(gp_event_t event) {
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_event(__func__, "event", event));
+  GP__HANDLE_REF const void *e = NULL;
+  GP__TRY(gp__handle_hold(event, GP__H_EVENT, __func__, "event", &e));
   return sync_result(__func__, gp__be_event_synchronize(event));
 }
 
 GP_API gp_status_t gp_event_query(gp_event_t event) {
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_event(__func__, "event", event));
+  GP__HANDLE_REF const void *e = NULL;
+  GP__TRY(gp__handle_hold(event, GP__H_EVENT, __func__, "event", &e));
   return gp__be_event_query(event);
 }
 
@@ -170,20 +186,23 @@ GP_API gp_status_t gp_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t e
   GP__CHECK_NOT_NULL(ms);
   *ms = 0.0f;
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_event(__func__, "start", start));
-  GP__TRY(check_event(__func__, "end", end));
+  GP__HANDLE_REF const void *a = NULL, *b = NULL;
+  GP__TRY(gp__handle_hold(start, GP__H_EVENT, __func__, "start", &a));
+  GP__TRY(gp__handle_hold(end, GP__H_EVENT, __func__, "end", &b));
   return gp__be_event_elapsed_ms(ms, start, end);
 }
 
 GP_API gp_status_t gp_event_destroy(gp_event_t event) {
   if (event == NULL) return GP_SUCCESS;
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_event(__func__, "event", event));
-  return gp__be_event_destroy(event);
+  GP__TRY(gp__handle_get(event, GP__H_EVENT, __func__, "event"));
+  return finish_destroy(event, gp__be_event_destroy(event));
 }
 
 GP_API void *gp_event_native(gp_event_t event) {
-  if (gp__api_init(__func__) != GP_SUCCESS || check_event(__func__, "event", event) != GP_SUCCESS)
+  GP__HANDLE_REF const void *e = NULL;
+  if (gp__api_init(__func__) != GP_SUCCESS ||
+      gp__handle_hold(event, GP__H_EVENT, __func__, "event", &e) != GP_SUCCESS)
     return NULL;
   return gp__be_event_native(event);
 }

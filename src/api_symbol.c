@@ -1,13 +1,19 @@
 /*
  * api_symbol.c - public entry points for device variables (`__constant__` and
  * `__device__` variables exported with GP_SYMBOL_EXPORT): copies to and from them,
- * their address and size. The descriptor and the byte range are checked here, once,
- * for every backend (docs/design/API.md "Memory").
+ * their address and size. The descriptor (found in the descriptor table before it is
+ * read) and the byte range are checked here, once, for every backend (docs/design/API.md "Memory").
  */
 #include "api.h"
 
 static gp_status_t check_symbol(const char *func, gp_symbol_t sym) {
   if (sym == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'symbol' is NULL");
+  /* Looked up before it is read: a stray pointer is an error, not a fault. */
+  if (!gp__desc_find(sym, GP__DESC_SYMBOL, NULL))
+    return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                     "'symbol' (%p) is not a device variable of this program (name variables "
+                     "exported with GP_SYMBOL_EXPORT() with GP_SYMBOL_REF())",
+                     (const void *)sym);
   if (sym->magic != GP_SYMBOL_MAGIC)
     return gp__error(GP_ERROR_INVALID_HANDLE, func,
                      "'symbol' (%p) is not a device-variable descriptor (magic 0x%08x): name "
@@ -42,7 +48,7 @@ static gp_status_t symbol_copy(const char *func, void *mem, gp_symbol_t sym, siz
                                size_t offset, bool to_symbol, gp_stream_t stream, bool sync) {
   int n = 0;
   GP__TRY(gp__api_device_count(func, &n));
-  gp_stream_t s = GP_STREAM_LEGACY;
+  GP__STREAM_REF gp_stream_t s = GP_STREAM_LEGACY;
   if (!sync) GP__TRY(gp__stream_resolve(stream, func, &s));
   GP__TRY(check_symbol(func, sym));
   GP__TRY(check_range(func, sym, to_symbol ? "src" : "dst", mem, bytes, offset));

@@ -291,7 +291,7 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(gp__api_init(func));
   GP__TRY(check_desc(func, desc, true, &d, &p));
   GP__TRY(check_ranges(func, &p));
-  gp_stream_t s;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
 
   (void)s; /* checked here for every family; each launch resolves it again */
@@ -441,7 +441,7 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(check_desc(func, desc, true, &d, &bp.f));
   GP__TRY(bwd_layout(func, &bp.f, d.deterministic != 0, &w));
   GP__TRY(check_bwd_args(func, &bp.f, d_o, dq, dk, dv, workspace, workspace_bytes, &w));
-  gp_stream_t s;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
 
   char *ws = (char *)workspace;

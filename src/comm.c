@@ -6,8 +6,11 @@
  * the outermost gp_group_end() hands the whole group to the backend.
  *
  * Communicators are registered handles (a destroyed one is GP_ERROR_INVALID_HANDLE,
- * not a read of freed memory). The backend owns a communicator's memory from init
- * onwards: its destroy/abort free it when no pending operation uses it any more.
+ * not a read of freed memory), held by each call from its check to its enqueue (by a
+ * group's calls until the group ends), so a destroy racing with a call waits for the
+ * call to let go (internal.h "handle registry"). The backend owns a communicator's
+ * memory from init onwards: its destroy/abort, the handle's finaliser, free it when
+ * no pending operation uses it any more.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -159,7 +162,14 @@ gp_status_t gp__comm_ext_error(gp_status_t status, const char *func, const char 
   return gp__error(status, func, "%s", msg);
 }
 
-gp_status_t gp__comm_register(gp_comm_t comm) { return gp__handle_add(comm, GP__H_COMM); }
+static gp_status_t comm_fini(void *h) {
+  gp_comm_t comm = h;
+  return comm->abort_at_fini ? comm->be->abort(comm) : comm->be->destroy(comm);
+}
+
+gp_status_t gp__comm_register(gp_comm_t comm) {
+  return gp__handle_add(comm, GP__H_COMM, comm_fini);
+}
 
 void gp__comm_free(gp_comm_t comm) {
   if (comm == NULL) return;
@@ -168,14 +178,27 @@ void gp__comm_free(gp_comm_t comm) {
   free(comm);
 }
 
+/* Takes a reference to comm (GP_ERROR_INVALID_HANDLE when it is not live). */
 static gp_status_t check_comm(gp_comm_t comm, const char *func) {
-  if (comm == NULL) return gp__error(GP_ERROR_INVALID_HANDLE, func, "'comm' is NULL");
-  if (!gp__handle_valid(comm, GP__H_COMM))
-    return gp__error(GP_ERROR_INVALID_HANDLE, func,
-                     "'comm' (%p) is not a live communicator (destroyed, aborted, or never made)",
-                     (void *)comm);
-  return GP_SUCCESS;
+  return gp__handle_get(comm, GP__H_COMM, func, "comm");
 }
+
+static void comm_put(gp_comm_t comm) {
+  const void *h = comm;
+  gp__handle_put_ref(&h);
+}
+
+/* The references a packed call holds: its communicator and its stream. */
+static void call_put(gp__comm_call_t *c) {
+  gp__stream_put(c->stream);
+  comm_put(c->comm);
+}
+
+/* A held communicator released when the variable goes out of scope. */
+static void comm_put_ref(gp_comm_t *comm) {
+  if (*comm) comm_put(*comm);
+}
+#define GP__COMM_REF __attribute__((cleanup(comm_put_ref)))
 
 /* ---- the thread's group ------------------------------------------------------------------------ */
 
@@ -226,11 +249,16 @@ static void group_reset(group_t *g) {
 }
 
 /* A thread that exits inside a group never gets its outputs: the communicators made for
- * its queued inits and splits are freed with the group. */
+ * its queued inits and splits are freed with the group, and the references its queued
+ * calls and splits hold (communicator, stream) are let go. */
 void gp__comm_group_free(group_t *g) {
   if (g == NULL) return;
   for (size_t i = 0; i < g->ninits; i++) gp__comm_free(g->inits[i].comm);
-  for (size_t i = 0; i < g->nsplits; i++) gp__comm_free(g->splits[i].child);
+  for (size_t i = 0; i < g->nsplits; i++) {
+    gp__comm_free(g->splits[i].child);
+    comm_put(g->splits[i].parent);
+  }
+  for (size_t i = 0; i < g->ncalls; i++) call_put(&g->calls[i]);
   group_reset(g);
   free(g);
 }
@@ -258,8 +286,10 @@ static void finish_inits(gp__comm_init_t *inits, size_t n) {
   }
 }
 
+/* Also drops each split's reference to its parent. */
 static void finish_splits(gp__comm_split_t *sp, size_t n) {
   for (size_t i = 0; i < n; i++) {
+    comm_put(sp[i].parent);
     *sp[i].out = NULL;
     if (sp[i].child == NULL) continue;
     if (sp[i].st != GP_SUCCESS) {
@@ -294,6 +324,7 @@ GP_API gp_status_t gp_group_end(void) {
   if (mine.ncalls) {
     s = be->calls(mine.calls, mine.ncalls, true);
     if (st == GP_SUCCESS) st = s;
+    for (size_t i = 0; i < mine.ncalls; i++) call_put(&mine.calls[i]);
   }
   group_reset(&mine);
   return st;
@@ -429,28 +460,36 @@ GP_API gp_status_t gp_comm_init_all(gp_comm_t *comms, int ndev, const int *devic
   return st;
 }
 
-GP_API gp_status_t gp_comm_split(gp_comm_t comm, int color, int key, gp_comm_t *newcomm) {
-  GP__CHECK_NOT_NULL(newcomm);
-  *newcomm = NULL;
-  GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_comm(comm, __func__));
-  GP__CHECK_ARG(color >= 0 || color == GP_COMM_SPLIT_NOCOLOR,
-                "'color' is %d; it must be >= 0 or GP_COMM_SPLIT_NOCOLOR", color);
-  gp_status_t cs = gp__comm_status(comm, __func__);
-  if (cs != GP_SUCCESS && cs != GP_ERROR_NOT_READY) return cs;
+/* The split of a held parent: the reference goes with the split record (finish_splits
+ * drops it), or is dropped here when no record is made. */
+static gp_status_t split_held(gp_comm_t comm, int color, int key, gp_comm_t *newcomm) {
+  const char *func = "gp_comm_split";
+  gp_status_t cs = GP_SUCCESS;
+  if (color < 0 && color != GP_COMM_SPLIT_NOCOLOR)
+    cs = gp__error(GP_ERROR_INVALID_VALUE, func,
+                   "'color' is %d; it must be >= 0 or GP_COMM_SPLIT_NOCOLOR", color);
+  if (cs == GP_SUCCESS) cs = gp__comm_status(comm, func);
+  if (cs != GP_SUCCESS && cs != GP_ERROR_NOT_READY) {
+    comm_put(comm);
+    return cs;
+  }
   gp__comm_split_t sp = {comm, NULL, color, key, newcomm, GP_ERROR_INTERNAL};
   if (color != GP_COMM_SPLIT_NOCOLOR) {
     /* rank, size and device are the backend's to fill; config is inherited. */
     sp.child = gp__comm_new(0, 1, comm->device, comm->blocking, comm->timeout_s);
-    if (sp.child == NULL) return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory");
+    if (sp.child == NULL) {
+      comm_put(comm);
+      return gp__error(GP_ERROR_OUT_OF_MEMORY, func, "no host memory");
+    }
   }
-  GP__INFO(GP__SUB_COMM, "%s: rank %d of %d, color %d, key %d%s", __func__, comm->rank,
+  GP__INFO(GP__SUB_COMM, "%s: rank %d of %d, color %d, key %d%s", func, comm->rank,
            comm->nranks, color, key, group_depth() ? " (in a group)" : "");
   group_t *g = group_open();
-  if (g != NULL) {
-    gp_status_t s = grow((void **)&g->splits, &g->cap_splits, g->nsplits + 1, sizeof(sp), __func__);
+  if (g != NULL) { /* the group keeps the record, and the reference, until it ends */
+    gp_status_t s = grow((void **)&g->splits, &g->cap_splits, g->nsplits + 1, sizeof(sp), func);
     if (s != GP_SUCCESS) {
       gp__comm_free(sp.child);
+      comm_put(comm);
       return s;
     }
     g->splits[g->nsplits++] = sp;
@@ -461,51 +500,72 @@ GP_API gp_status_t gp_comm_split(gp_comm_t comm, int color, int key, gp_comm_t *
   return s;
 }
 
-GP_API gp_status_t gp_comm_destroy(gp_comm_t comm) {
-  if (comm == NULL) return GP_SUCCESS;
+GP_API gp_status_t gp_comm_split(gp_comm_t comm, int color, int key, gp_comm_t *newcomm) {
+  GP__CHECK_NOT_NULL(newcomm);
+  *newcomm = NULL;
   GP__TRY(gp__api_init(__func__));
   GP__TRY(check_comm(comm, __func__));
-  /* Removal is the claim: of two racing destroys, one wins. */
-  if (!gp__handle_remove(comm, GP__H_COMM))
-    return GP__ERR(GP_ERROR_INVALID_HANDLE, "'comm' (%p) was destroyed concurrently", (void *)comm);
-  GP__INFO(GP__SUB_COMM, "%s: rank %d of %d", __func__, comm->rank, comm->nranks);
-  return comm->be->destroy(comm);
+  return split_held(comm, color, key, newcomm);
+}
+
+/* Destroy and abort: the kill is the claim (of two racing ones, one wins); the backend's
+ * destroy or abort runs as the finaliser, here unless another call still holds the
+ * communicator (then when that call lets go). */
+static gp_status_t retire(gp_comm_t comm, bool abort, const char *func) {
+  GP__TRY(gp__api_init(func));
+  GP__TRY(check_comm(comm, func));
+  if (!gp__handle_kill(comm, GP__H_COMM, NULL)) {
+    comm_put(comm);
+    return gp__error(GP_ERROR_INVALID_HANDLE, func, "'comm' (%p) was destroyed concurrently",
+                     (void *)comm);
+  }
+  GP__INFO(GP__SUB_COMM, "%s: rank %d of %d", func, comm->rank, comm->nranks);
+  comm->abort_at_fini = abort; /* read by the finaliser, after the release below */
+  return gp__handle_release(comm);
+}
+
+GP_API gp_status_t gp_comm_destroy(gp_comm_t comm) {
+  if (comm == NULL) return GP_SUCCESS;
+  return retire(comm, false, __func__);
 }
 
 GP_API gp_status_t gp_comm_abort(gp_comm_t comm) {
   if (comm == NULL) return GP_SUCCESS;
-  GP__TRY(gp__api_init(__func__));
-  GP__TRY(check_comm(comm, __func__));
-  if (!gp__handle_remove(comm, GP__H_COMM))
-    return GP__ERR(GP_ERROR_INVALID_HANDLE, "'comm' (%p) was destroyed concurrently", (void *)comm);
-  GP__INFO(GP__SUB_COMM, "%s: rank %d of %d", __func__, comm->rank, comm->nranks);
-  return comm->be->abort(comm);
+  return retire(comm, true, __func__);
 }
 
 GP_API gp_status_t gp_comm_rank(gp_comm_t comm, int *rank) {
   GP__CHECK_NOT_NULL(rank);
+  GP__COMM_REF gp_comm_t held = NULL;
   GP__TRY(check_comm(comm, __func__));
+  held = comm;
   *rank = comm->rank;
   return GP_SUCCESS;
 }
 
 GP_API gp_status_t gp_comm_size(gp_comm_t comm, int *size) {
   GP__CHECK_NOT_NULL(size);
+  GP__COMM_REF gp_comm_t held = NULL;
   GP__TRY(check_comm(comm, __func__));
+  held = comm;
   *size = comm->nranks;
   return GP_SUCCESS;
 }
 
 GP_API gp_status_t gp_comm_device(gp_comm_t comm, int *device) {
   GP__CHECK_NOT_NULL(device);
+  GP__COMM_REF gp_comm_t held = NULL;
   GP__TRY(check_comm(comm, __func__));
+  held = comm;
   *device = comm->device;
   return GP_SUCCESS;
 }
 
 GP_API gp_status_t gp_comm_get_async_error(gp_comm_t comm, gp_status_t *status) {
   GP__CHECK_NOT_NULL(status);
+  GP__COMM_REF gp_comm_t held = NULL;
   GP__TRY(check_comm(comm, __func__));
+  held = comm;
   if (comm->be->poll) comm->be->poll(comm);
   *status = gp__comm_status(comm, __func__);
   return GP_SUCCESS;
@@ -513,9 +573,7 @@ GP_API gp_status_t gp_comm_get_async_error(gp_comm_t comm, gp_status_t *status) 
 
 /* ---- the funnel ------------------------------------------------------------------------------------ */
 
-static gp_status_t check_call(gp__comm_call_t *c, gp_stream_t stream, const char *func) {
-  GP__TRY(gp__api_init(func));
-  GP__TRY(check_comm(c->comm, func));
+static gp_status_t check_call_args(gp__comm_call_t *c, const char *func) {
   gp_comm_t comm = c->comm;
   if (gp_dtype_size(c->dtype) == 0)
     return gp__error(GP_ERROR_INVALID_VALUE, func, "'dtype' (%d) is not a gp_dtype_t",
@@ -528,7 +586,6 @@ static gp_status_t check_call(gp__comm_call_t *c, gp_stream_t stream, const char
       (c->root < 0 || c->root >= comm->nranks))
     return gp__error(GP_ERROR_INVALID_VALUE, func, "'%s' is %d; ranks are 0..%d",
                      p2p ? "peer" : "root", c->root, comm->nranks - 1);
-  GP__TRY(gp__stream_resolve(stream, func, &c->stream));
   size_t es = gp_dtype_size(c->dtype), se = 0, re = 0, t;
   if (__builtin_mul_overflow(c->count, (size_t)comm->nranks * es, &t) || t > (size_t)PTRDIFF_MAX)
     return gp__error(GP_ERROR_INVALID_VALUE, func, "count %zu x %d ranks x %zu bytes overflows",
@@ -546,6 +603,18 @@ static gp_status_t check_call(gp__comm_call_t *c, gp_stream_t stream, const char
   if (cs != GP_SUCCESS && cs != GP_ERROR_NOT_READY) return cs;
   if (comm->be->check) GP__TRY(comm->be->check(c, func));
   return GP_SUCCESS;
+}
+
+/* Checks a packed call and takes the references it holds until it is enqueued (its
+ * communicator and its stream: call_put); on failure it holds none. */
+static gp_status_t check_call(gp__comm_call_t *c, gp_stream_t stream, const char *func) {
+  GP__TRY(gp__api_init(func));
+  GP__TRY(check_comm(c->comm, func));
+  c->stream = NULL;
+  gp_status_t st = gp__stream_resolve(stream, func, &c->stream);
+  if (st == GP_SUCCESS) st = check_call_args(c, func);
+  if (st != GP_SUCCESS) call_put(c);
+  return st;
 }
 
 static void log_call(const gp__comm_call_t *c, const char *func) {
@@ -574,12 +643,18 @@ static gp_status_t submit(gp__comm_call_t c, gp_stream_t stream, const char *fun
   pthread_mutex_unlock(&c.comm->mu);
   log_call(&c, func);
   group_t *g = group_open();
-  if (g != NULL) {
-    GP__TRY(grow((void **)&g->calls, &g->cap_calls, g->ncalls + 1, sizeof(c), func));
+  if (g != NULL) { /* the group keeps the call's references until it ends */
+    gp_status_t st = grow((void **)&g->calls, &g->cap_calls, g->ncalls + 1, sizeof(c), func);
+    if (st != GP_SUCCESS) {
+      call_put(&c);
+      return st;
+    }
     g->calls[g->ncalls++] = c;
     return GP_SUCCESS;
   }
-  return c.comm->be->calls(&c, 1, false);
+  gp_status_t st = c.comm->be->calls(&c, 1, false);
+  call_put(&c);
+  return st;
 }
 
 static gp__comm_call_t pack(gp__coll_t coll, const void *send, void *recv, size_t count,

@@ -75,6 +75,7 @@ struct gp_comm_s {
   pthread_mutex_t mu;
   gp_status_t status; /* GP_SUCCESS, GP_ERROR_NOT_READY (initialising) or the failure */
   char msg[400];      /* the failure's message */
+  bool abort_at_fini; /* gp_comm_abort retired the handle: its finaliser aborts */
 };
 
 /* A communicator to be made: filled by the funnel, completed by the backend. */
@@ -140,7 +141,9 @@ void gp__comm_set_status(gp_comm_t comm, gp_status_t status); /* ready or not re
 void gp__comm_record(gp_comm_t comm, gp_status_t status, const char *text);
 /* A new common part (not registered as a handle), status GP_SUCCESS. */
 gp_comm_t gp__comm_new(int rank, int nranks, int device, int blocking, double timeout_s);
-/* Registers comm as a live handle (what the funnel does when init succeeds). */
+/* Registers comm as a live handle (what the funnel does when init succeeds); its
+ * finaliser, run when the last call using it is done, is the backend's destroy, or
+ * abort after gp_comm_abort. */
 gp_status_t gp__comm_register(gp_comm_t comm);
 /* Frees the common part (after the backend released impl). */
 void gp__comm_free(gp_comm_t comm);

@@ -199,7 +199,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
   }
 
   /* The stream is checked here, for every family (gp_launch would check it too). */
-  gp_stream_t resolved = NULL;
+  GP__STREAM_REF gp_stream_t resolved = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &resolved));
   (void)resolved;
 

@@ -119,15 +119,72 @@ bool gp__alloc_find_overlap(const void *ptr, size_t bytes, gp__alloc_info_t *inf
 void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void *), void *user);
 
 /* ---- handle registry -------------------------------------------------------------- */
-/* Live handles (streams, events, ...) are kept in a set, so a destroyed or foreign
- * handle is detected without reading freed memory. */
+/* Live handles (streams, events, graphs, executable graphs, modules, communicators) are
+ * kept in a table with a reference count, on every backend, so a destroyed or foreign
+ * handle is detected without reading freed memory, and a handle destroyed by one thread
+ * while another uses it stays allocated until that use ends:
+ *   - a public call takes a reference when it looks the handle up (gp__handle_get,
+ *     gp__stream_resolve) and drops it when it no longer uses the handle;
+ *   - destroy marks the handle dead (gp__handle_kill): later lookups fail with
+ *     GP_ERROR_INVALID_HANDLE; the handle's own reference is dropped;
+ *   - the finaliser given at registration (the backend's release of the object) runs
+ *     when the last reference goes, in the thread that drops it, outside every lock of
+ *     the registry.
+ * The registry's lock is a leaf: it may be taken under a backend's locks. */
 typedef enum gp__handle_kind {
   GP__H_STREAM = 1, GP__H_EVENT = 2, GP__H_GRAPH = 3, GP__H_GRAPH_EXEC = 4, GP__H_MODULE = 5,
   GP__H_COMM = 6
 } gp__handle_kind_t;
-gp_status_t gp__handle_add(const void *h, gp__handle_kind_t kind);
-bool gp__handle_remove(const void *h, gp__handle_kind_t kind);
-bool gp__handle_valid(const void *h, gp__handle_kind_t kind);
+/* Releases the object behind a handle; its status is returned by the destroy that drops
+ * the last reference (a failure seen by another call is logged). */
+typedef gp_status_t (*gp__handle_fini_t)(void *h);
+/* Registers h, live, holding its own reference. */
+gp_status_t gp__handle_add(const void *h, gp__handle_kind_t kind, gp__handle_fini_t fini);
+/* Takes a reference to h when it is a live handle of kind; false otherwise. */
+bool gp__handle_acquire(const void *h, gp__handle_kind_t kind);
+/* Drops a reference; the finaliser's status when this was the last one, else GP_SUCCESS. */
+gp_status_t gp__handle_release(const void *h);
+/* Marks h dead and drops its own reference: false when h was not a live handle of kind
+ * (a racing destroy won). *fini receives the finaliser's status when the last reference
+ * went here (a caller without a reference of its own), else GP_SUCCESS. */
+bool gp__handle_kill(const void *h, gp__handle_kind_t kind, gp_status_t *fini);
+/* gp__handle_acquire with the api layer's message: GP_ERROR_INVALID_HANDLE naming func
+ * and arg when h is NULL, dead or not a handle of kind. */
+gp_status_t gp__handle_get(const void *h, gp__handle_kind_t kind, const char *func,
+                           const char *arg);
+/* A reference released when the variable goes out of scope (every return path):
+ *   GP__HANDLE_REF const void *held = NULL;
+ *   GP__TRY(gp__handle_hold(event, GP__H_EVENT, __func__, "event", &held));  */
+void gp__handle_put_ref(const void *const *held);
+#define GP__HANDLE_REF __attribute__((cleanup(gp__handle_put_ref)))
+/* gp__handle_get that stores h in *held on success, for GP__HANDLE_REF. */
+gp_status_t gp__handle_hold(const void *h, gp__handle_kind_t kind, const char *func,
+                            const char *arg, const void **held);
+
+/* ---- kernel and device-variable descriptors ------------------------------------------ */
+/* Every descriptor gpuport may read is in a table first: those of the program and its
+ * libraries (registered by GP_KERNEL_EXPORT / GP_SYMBOL_EXPORT while their object is
+ * loaded: gp__abi_register, gp__cpu_kernel_register), and those a module handed out
+ * (owner: the module). A gp_kernel_t or gp_symbol_t is looked up before it is read, so
+ * a stray or stale one is GP_ERROR_INVALID_HANDLE, never a read of unmapped memory. */
+typedef enum gp__desc_kind { GP__DESC_KERNEL = 1, GP__DESC_SYMBOL = 2 } gp__desc_kind_t;
+/* Adds (d, owner) unless present; GP_ERROR_INVALID_HANDLE when owner is not a live
+ * module (it is being unloaded). */
+gp_status_t gp__desc_add(const void *d, gp__desc_kind_t kind, gp_module_t owner);
+/* Removes the entry (d, owner). */
+void gp__desc_remove(const void *d, gp_module_t owner);
+/* Removes the entries of owner (its module is being unloaded). */
+void gp__desc_drop_owner(gp_module_t owner);
+/* Removes every entry whose descriptor lies in [lo, hi) (an unloaded object's span). */
+void gp__desc_drop_range(uintptr_t lo, uintptr_t hi);
+/* Makes owner the owner of the program's entries in [lo, hi): the descriptors a module's
+ * object registered while it was being loaded are the module's, so a launch of one holds
+ * the module and its unload invalidates them. */
+void gp__desc_adopt_range(uintptr_t lo, uintptr_t hi, gp_module_t owner);
+/* Whether d is a registered descriptor of kind. When a live module handed it out,
+ * *owner receives that module with a reference taken (release it with
+ * gp__handle_release), else NULL. owner may be NULL when no reference is wanted. */
+bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner);
 
 /* ---- the calling thread's state (src/thread.c) ------------------------------------ */
 /* The library keeps no thread-local variable but the CPU executor's context
@@ -174,8 +231,14 @@ gp_status_t gp__set_current_device(int device, const char *func);
 
 /* ---- stream resolution ------------------------------------------------------------ */
 /* Resolves NULL / GP_STREAM_LEGACY / GP_STREAM_PER_THREAD / a handle to the backend's
- * stream object; GP_ERROR_INVALID_HANDLE (with message) for a destroyed or foreign one. */
+ * stream object; GP_ERROR_INVALID_HANDLE (with message) for a destroyed or foreign one.
+ * A handle is returned with a reference taken (the named default streams are not
+ * handles): drop it with gp__stream_put, or declare *out GP__STREAM_REF. */
 gp_status_t gp__stream_resolve(gp_stream_t s, const char *func, gp_stream_t *out);
+/* Drops the reference gp__stream_resolve took (nothing for the default streams). */
+void gp__stream_put(gp_stream_t s);
+void gp__stream_put_ref(gp_stream_t *s);
+#define GP__STREAM_REF __attribute__((cleanup(gp__stream_put_ref)))
 
 /* ---- backend interface ----------------------------------------------------------- */
 /* Implemented once per backend (src/cpu/, src/gpu/). Arguments are already checked.

@@ -21,9 +21,18 @@ size_t gp__kernel_max_dynamic_shared(gp_kernel_t kernel);
  * address may be reused). */
 void gp__kernel_forget(gp_kernel_t kernel);
 
-/* Validates a kernel descriptor (magic, ABI version, backend, entry point): the checks
- * every launch path shares. Sets the message naming func on failure. */
-gp_status_t gp__kernel_check(gp_kernel_t kernel, const char *func);
+/* Validates a kernel: found in the descriptor table (GP_ERROR_INVALID_HANDLE otherwise;
+ * nothing is read before), then its descriptor (magic, ABI version, backend, entry
+ * point): the checks every launch path shares. Sets the message naming func on failure.
+ * *owner (when owner is not NULL) receives the module that handed the kernel out, with
+ * a reference taken so the module stays loaded while the call uses the kernel (release
+ * it, or declare the variable GP__MODULE_REF), or NULL for a kernel of the program. */
+gp_status_t gp__kernel_check(gp_kernel_t kernel, const char *func, gp_module_t *owner);
+/* The descriptor checks alone, of a descriptor known to be readable. */
+gp_status_t gp__kernel_check_desc(gp_kernel_t kernel, const char *func);
+
+void gp__module_put_ref(gp_module_t *m);
+#define GP__MODULE_REF __attribute__((cleanup(gp__module_put_ref)))
 
 #ifdef __cplusplus
 }

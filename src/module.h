@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include "internal.h"
 
 #ifdef __cplusplus
@@ -23,6 +24,28 @@ extern "C" {
  * and what the image looks like (a cubin given to the cpu backend, PTX text given to
  * HIP, ...), otherwise. */
 gp_status_t gp__image_check(const void *image, size_t bytes, const char *func, const char *what);
+/* gp__image_check as backend (a gp_backend_t) would check: how the cpu build's tests
+ * reach the checks of the GPU loaders' images. */
+gp_status_t gp__image_check_for(int backend, const void *image, size_t bytes, const char *func,
+                                const char *what);
+
+/* The largest image file gpuport reads (GP_MODULE_MAX_FILE_BYTES, gpuport/module.h). */
+#define GP__IMAGE_MAX_BYTES ((uint64_t)GP_MODULE_MAX_FILE_BYTES)
+
+/* Opens an image file for reading without blocking (O_NONBLOCK: a FIFO or a device does
+ * not hang the open) and checks the opened file, not its name: a regular file of at
+ * most GP__IMAGE_MAX_BYTES. extra_flags are added to open's (O_NOFOLLOW for files of a
+ * cache). GP_ERROR_NOT_FOUND (no such file), GP_ERROR_INVALID_VALUE (cannot be opened,
+ * not a regular file), GP_ERROR_INVALID_IMAGE (too large), the message naming func and
+ * what. *st receives fstat's answer. */
+gp_status_t gp__image_open(const char *path, int extra_flags, const char *func, const char *what,
+                           int *fd, struct stat *st);
+/* Reads exactly size bytes of fd into *image (malloc'd, one NUL byte after them). */
+gp_status_t gp__image_read_fd(int fd, size_t size, const char *func, const char *what,
+                              unsigned char **image);
+/* gp__image_open then gp__image_read_fd: the whole file, *n bytes. */
+gp_status_t gp__image_read_file(const char *path, const char *func, const char *what,
+                                unsigned char **image, size_t *n);
 
 /* The directory holding gpuport/kernel.h for runtime compilation: GP_INCLUDE_DIR, else
  * <directory of the library or program holding this code>/../include, else the source

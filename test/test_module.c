@@ -402,7 +402,10 @@ START_TEST(occupancy) {
   FAILS(gp_occupancy_max_active_blocks(&blocks, NULL, 64, 0), GP_ERROR_INVALID_VALUE, "kernel");
   struct gp_kernel_s other = *k;
   other.backend = cpu() ? GP_BACKEND_CUDA : GP_BACKEND_CPU;
+  FAILS(gp_occupancy_max_active_blocks(&blocks, &other, 64, 0), GP_ERROR_INVALID_HANDLE, "kernel");
+  ck_assert_int_eq(gp__abi_register(&other), 0); /* as its object would */
   FAILS(gp_occupancy_max_active_blocks(&blocks, &other, 64, 0), GP_ERROR_INVALID_IMAGE, "backend");
+  gp__abi_unregister(&other);
 }
 END_TEST
 

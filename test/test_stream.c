@@ -730,7 +730,11 @@ static struct gp_kernel_s fake_kernel(void) {
 
 START_TEST(launch_rejects_bad_configurations) {
   NEED_DEVICES(1, n);
-  struct gp_kernel_s k = fake_kernel();
+  /* Descriptors are looked up before they are read: these two are registered as a
+   * kernel's object registers its own (gp__abi_register), so their fields are checked. */
+  struct gp_kernel_s k = fake_kernel(), bad = k;
+  ck_assert_int_eq(gp__abi_register(&k), 0);
+  ck_assert_int_eq(gp__abi_register(&bad), 0);
   int x = 0;
   void *args[1] = {&x};
   gp_dim3_t one = gp_dim3(1, 1, 1);
@@ -754,7 +758,6 @@ START_TEST(launch_rejects_bad_configurations) {
   FAILS(gp_launch(NULL, one, one, 0, NULL, args), GP_ERROR_INVALID_VALUE, "kernel");
   FAILS(gp_launch(&k, one, one, 0, (gp_stream_t)(uintptr_t)0x50, args), GP_ERROR_INVALID_HANDLE,
         "stream");
-  struct gp_kernel_s bad = k;
   bad.magic = 0;
   FAILS(gp_launch(&bad, one, one, 0, NULL, args), GP_ERROR_INVALID_HANDLE, "kernel");
   ck_assert_ptr_null(gp_kernel_name(&bad));
@@ -795,6 +798,13 @@ START_TEST(launch_rejects_bad_configurations) {
   OK(gp_kernel_set_max_dynamic_shared(&k, p.shared_memory_per_block_optin));
   FAILS(gp_launch(&k, one, one, p.shared_memory_per_block_optin + 1, NULL, args),
         GP_ERROR_INVALID_CONFIGURATION, "dynamic_shared_bytes");
+  /* A descriptor no object registered (a copy of a good one) is not a kernel. */
+  struct gp_kernel_s copy = k;
+  FAILS(gp_launch(&copy, one, one, 0, NULL, args), GP_ERROR_INVALID_HANDLE, "kernel");
+  ck_assert_ptr_null(gp_kernel_name(&copy));
+  gp__abi_unregister(&k);
+  gp__abi_unregister(&bad);
+  FAILS(gp_launch(&k, one, one, 0, NULL, args), GP_ERROR_INVALID_HANDLE, "kernel");
   still_usable();
 }
 END_TEST

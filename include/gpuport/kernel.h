@@ -239,9 +239,13 @@ typedef uint64_t gp_lane_mask_t;
 #define __device__
 #define __host__
 #define __global__
-/* An inline variable (C++17): `__constant__ T x;` and `static __constant__ T x;` both
- * compile, and a second build of the source (another warp width) shares the variable. */
-#define __constant__ inline
+/* An inline variable (C++17), so a second build of the source (another warp width)
+ * shares the variable; hidden, because an inline variable of default visibility is
+ * STB_GNU_UNIQUE under GCC, and one such symbol makes the whole shared object NODELETE
+ * (dlclose would never unmap a module). Write `__constant__ T x;`: with `static` in
+ * front GCC notes that the visibility attribute is ignored (the variable is then the
+ * translation unit's own, which is as good). */
+#define __constant__ inline __attribute__((visibility("hidden")))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 /* A plain __shared__ variable: one per OS worker (see the file comment). */
@@ -252,11 +256,25 @@ typedef uint64_t gp_lane_mask_t;
 #endif
 /** @brief Descriptor visibility: the descriptor is what C host code links against. */
 #define GP__KERNEL_VISIBLE __attribute__((visibility("default"), used))
+#if !defined(GP__RTC)
+/** @cond GP_INTERNAL */
+/* Registers a descriptor with the library's table while its object is loaded
+ * (gp__abi_register): the library looks a kernel or variable up before reading it. */
+struct gp__dreg {
+  const void *d;
+  explicit gp__dreg(const void *p) : d(p) { (void)gp__abi_register(p); }
+  ~gp__dreg() { gp__abi_unregister(d); }
+};
+/** @endcond */
+#endif
 
 /* ---- descriptor emission --------------------------------------------------------- */
 /** @cond GP_INTERNAL */
-template <typename Sig> struct gp__ksig;
-template <typename... A> struct gp__ksig<void(A...)> {
+/* Hidden: its static members are template statics (vague linkage), which GCC makes
+ * STB_GNU_UNIQUE at default visibility, and a unique symbol makes a module NODELETE
+ * (never unmapped by dlclose), whatever flags the module was built with. */
+template <typename Sig> struct __attribute__((visibility("hidden"))) gp__ksig;
+template <typename... A> struct __attribute__((visibility("hidden"))) gp__ksig<void(A...)> {
   static constexpr int count = (int)sizeof...(A);
   static constexpr uint16_t sizes[sizeof...(A) > 0 ? sizeof...(A) : 1] = {(uint16_t)sizeof(A)...};
 #if defined(GP_TARGET_CPU)
@@ -332,7 +350,8 @@ struct gp__kreg {
   extern "C" GP__KERNEL_VISIBLE const struct gp_kernel_s GP_KERNEL_SYMBOL(name) = {         \
       GP_KERNEL_MAGIC, GP_KERNEL_ABI_VERSION, #name, (int)GP__KBACKEND, GP_WARP_SIZE,       \
       gp__ksig<decltype(name)>::count, gp__ksig<decltype(name)>::sizes,                     \
-      (const void *)name, nullptr, nullptr, 1024, 0u, {nullptr, nullptr, nullptr, nullptr}};
+      (const void *)name, nullptr, nullptr, 1024, 0u, {nullptr, nullptr, nullptr, nullptr}}; \
+  static const gp__dreg GP__CAT(gp__dreg_, GP_KERNEL_SYMBOL(name))(&GP_KERNEL_SYMBOL(name));
 #endif
 
 /**
@@ -354,7 +373,8 @@ struct gp__kreg {
 #define GP_SYMBOL_EXPORT(name)                                                              \
   extern "C" GP__KERNEL_VISIBLE const struct gp_symbol_s GP_SYMBOL_SYMBOL(name) = {         \
       GP_SYMBOL_MAGIC, GP_KERNEL_ABI_VERSION, #name, (int)GP__KBACKEND, 0,                  \
-      (uint64_t)sizeof(name), (const void *)&(name), {nullptr, nullptr}};
+      (uint64_t)sizeof(name), (const void *)&(name), {nullptr, nullptr}};                   \
+  static const gp__dreg GP__CAT(gp__dreg_, GP_SYMBOL_SYMBOL(name))(&GP_SYMBOL_SYMBOL(name));
 #endif
 
 

@@ -113,6 +113,18 @@ struct gp_symbol_s {
 /** @brief The ::gp_symbol_t of device variable @p name, for gp_memcpy_to_symbol(). */
 #define GP_SYMBOL_REF(name) (&GP_SYMBOL_SYMBOL(name))
 
+/** @cond GP_INTERNAL */
+/* Descriptor registration (docs/LAUNCH_ABI.md section 1): the library reads a kernel or
+ * device-variable descriptor only once it has found it in its table, so a stray pointer
+ * is an error, not a fault. GP_KERNEL_EXPORT (GPU targets) and GP_SYMBOL_EXPORT register
+ * theirs from a static object while their object is loaded (the CPU target's kernels
+ * through gp__cpu_kernel_register). Additions of ABI version 1. */
+#ifndef GP__RTC
+GP_API int gp__abi_register(const void *desc);
+GP_API void gp__abi_unregister(const void *desc);
+#endif
+/** @endcond */
+
 GP_EXTERN_C_END
 
 #endif /* GP_KERNEL_ABI_H */

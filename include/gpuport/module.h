@@ -27,8 +27,17 @@
  * `-rdynamic`. Under NVRTC and hipRTC the dialect kernels are found by their
  * (unmangled) names.
  *
- * Kernels of a module stay valid until gp_module_unload(); graphs that captured them
- * must not be launched after it (as with CUDA).
+ * Kernels of a module stay valid until gp_module_unload(); after it they are
+ * ::GP_ERROR_INVALID_HANDLE wherever a kernel is taken. On the cpu backend a launch
+ * queued or captured before the unload keeps the module's code mapped until it is done
+ * (graphs that captured its kernels must not be launched after the unload on CUDA and
+ * HIP).
+ *
+ * Loading a cpu module runs its code: a shared object's constructors run when it is
+ * loaded (dlopen), with the process's rights. Load only objects you would run. The
+ * checks before the loader (a regular file, the size cap, an ELF shared object whose
+ * tables lie within the file) keep a corrupt file from crashing the loader, not a
+ * malicious one from running.
  */
 #ifndef GP_MODULE_H
 #define GP_MODULE_H
@@ -43,22 +52,34 @@ GP_EXTERN_C_BEGIN
 /** @brief A loaded module (cudaLibrary_t / hipModule_t / a shared object on the cpu backend). */
 typedef struct gp_module_s *gp_module_t;
 
+/** @brief The largest image file gp_module_load() reads: 1 GiB (larger files are
+ *         refused with ::GP_ERROR_INVALID_IMAGE before anything is read). */
+#define GP_MODULE_MAX_FILE_BYTES ((size_t)1 << 30)
+
 /**
- * @brief Loads the module in file @p path. The file is read and checked whole first (a
- *        truncated or foreign image is refused before a loader sees it), then loaded
- *        with cudaLibraryLoadData, hipModuleLoadData, or dlopen on the cpu backend.
+ * @brief Loads the module in file @p path. The file must be a regular file (a device, a
+ *        FIFO or a directory is refused at once, never read or waited on) of at most
+ *        ::GP_MODULE_MAX_FILE_BYTES; it is read and checked whole first (a truncated,
+ *        corrupt or foreign image is refused before a loader sees it: for a shared
+ *        object the ELF header, the program headers, the dynamic section and every table
+ *        it names must lie within the file), then loaded with cudaLibraryLoadData,
+ *        hipModuleLoadData, or dlopen on the cpu backend. Loading a cpu module runs its
+ *        constructors (see the file comment).
  * @param[out] module the module; NULL on failure.
  * @param[in] path file name; on the cpu backend a shared object for this machine.
- * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL argument); ::GP_ERROR_NOT_FOUND
- *         (no such file); ::GP_ERROR_INVALID_IMAGE (not an image this backend and device
- *         can load: corrupt, truncated, or built for another backend or architecture;
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL argument; not a regular file, or
+ *         not readable); ::GP_ERROR_NOT_FOUND (no such file); ::GP_ERROR_INVALID_IMAGE
+ *         (not an image this backend and device can load: corrupt, truncated, larger
+ *         than ::GP_MODULE_MAX_FILE_BYTES, or built for another backend or architecture;
  *         the message says which); ::GP_ERROR_OUT_OF_MEMORY.
  */
 GP_API gp_status_t gp_module_load(gp_module_t *module, const char *path);
 
 /**
  * @brief Loads a module from an image in memory (cudaLibraryLoadData, hipModuleLoadData;
- *        on the cpu backend the bytes of a shared object).
+ *        on the cpu backend the bytes of a shared object, checked as gp_module_load()
+ *        checks a file, then loaded from an anonymous file (memfd), or where there is
+ *        none from a file in a private temporary directory, removed on every path).
  * @param[out] module the module; NULL on failure.
  * @param[in] image the image; PTX must end with its terminating NUL, counted in @p bytes.
  * @param[in] bytes size of @p image in bytes, > 0.
@@ -83,8 +104,11 @@ GP_API gp_status_t gp_module_get_kernel(gp_kernel_t *kernel, gp_module_t module,
 
 /**
  * @brief Unloads @p module (cudaLibraryUnload, hipModuleUnload, dlclose). Its kernels
- *        become invalid. NULL is a no-op.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
+ *        become invalid at once (::GP_ERROR_INVALID_HANDLE); the code goes when the last
+ *        call or queued launch using it is done. On the cpu backend the shared object is
+ *        unmapped unless another module handle holds the same file. NULL is a no-op.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (not a loaded module, or unloaded by
+ *         another thread meanwhile).
  */
 GP_API gp_status_t gp_module_unload(gp_module_t module);
 
@@ -100,9 +124,18 @@ GP_API gp_status_t gp_module_unload(gp_module_t module);
  *   arguments, e.g. "ccache g++"), builds a shared object as shown in the file comment.
  *   The include directory is `GP_INCLUDE_DIR` when set, else the installed one next to
  *   the library, else the source tree's. Results are cached in `GP_CACHE_DIR` (default
- *   `$XDG_CACHE_HOME/gpuport` or `~/.cache/gpuport`), keyed by a hash of the source,
- *   the name, the options, the compiler command and the gpuport headers; an entry is
- *   used only when its recorded key matches exactly.
+ *   `$XDG_CACHE_HOME/gpuport`, else `~/.cache/gpuport`, else
+ *   `${TMPDIR:-/tmp}/gpuport-cache-<uid>`), keyed by a hash of the source, the name,
+ *   the options, the compiler command and the gpuport headers; an entry is used only
+ *   when its recorded key matches exactly. The cache is private, since a cached object
+ *   runs in the process that loads it: the directory (created with mode 0700, as is
+ *   each directory gpuport creates on the way) must be a directory of the calling user,
+ *   not a symbolic link, that no one else may write to, and each file is opened
+ *   without following links and used only when it is a regular file of the calling
+ *   user that no one else may write to (else it is a miss, compiled again). When the
+ *   directory fails the check, nothing in it is read or written: the compile happens
+ *   in a fresh private directory (mkdtemp in `TMPDIR`), removed afterwards, and a
+ *   warning in the log (GP_DEBUG) says so.
  *
  * Options are passed to the compiler as given, each one argument; `-DNAME`,
  * `-DNAME=VALUE` and `-IDIR` mean the same to all three compilers.
@@ -119,7 +152,8 @@ GP_API gp_status_t gp_module_unload(gp_module_t module);
  *         compile: the compiler's output is in @p log and, shortened, in the message);
  *         ::GP_ERROR_NOT_FOUND (no compiler: libnvrtc / hipRTC not found, or `GP_CC`
  *         cannot be run; or no gpuport headers); ::GP_ERROR_OUT_OF_MEMORY (host memory,
- *         or the cache directory cannot be written).
+ *         or neither the cache directory nor a private temporary directory can be
+ *         written).
  */
 GP_API gp_status_t gp_program_compile(gp_module_t *module, const char *source, const char *name,
                                       const char *const *options, int n_options, char **log);

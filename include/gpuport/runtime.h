@@ -7,6 +7,18 @@
  * The semantics follow the CUDA runtime API (cudaMalloc, cudaMemcpy with
  * cudaMemcpyDefault, cudaStream*, cudaEvent*, cudaLaunchKernel) unless a function
  * says otherwise; the same calls behave the same on the cpu, cuda and hip backends.
+ *
+ * Handles and threads: streams, events, graphs, executable graphs, modules and
+ * communicators may be destroyed while other threads use them. A call holds the handles
+ * it was given from the moment it finds them in gpuport's table to the end of its use,
+ * so each call racing with a destroy either completes as if the destroy came after it
+ * (the object stays allocated until the last such call is done) or fails with
+ * ::GP_ERROR_INVALID_HANDLE as if it came before; of two racing destroys one succeeds.
+ * Kernels and device variables are looked up in gpuport's table of descriptors before
+ * they are read, so a stray gp_kernel_t or gp_symbol_t (an integer, a misaligned or
+ * unreadable pointer, a kernel of an unloaded module) is ::GP_ERROR_INVALID_HANDLE, not
+ * a fault. A destroyed handle's address may be reused by a handle created later (as
+ * with CUDA): a handle kept past its destroy is then that new handle.
  */
 #ifndef GP_RUNTIME_H
 #define GP_RUNTIME_H
@@ -507,7 +519,10 @@ GP_API gp_status_t gp_stream_create_with_priority(gp_stream_t *stream, int prior
 
 /**
  * @brief Destroys @p stream once its enqueued work completes (cudaStreamDestroy).
- *        NULL is a no-op.
+ *        NULL is a no-op. Work another thread enqueues on it meanwhile is either queued
+ *        before the destroy (and runs) or refused with ::GP_ERROR_INVALID_HANDLE (see
+ *        the file comment, "Handles and threads"); wrappers of it (gp_stream_wrap() on
+ *        the cpu backend) are destroyed with it.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (destroyed or foreign handle),
  *         ::GP_ERROR_INVALID_VALUE (::GP_STREAM_LEGACY or ::GP_STREAM_PER_THREAD, which
  *         cannot be destroyed).
@@ -661,7 +676,8 @@ typedef const struct gp_kernel_s *gp_kernel_t;
  * @param[in] args array of pointers to each argument, as cudaLaunchKernel; may be NULL
  *            only for a kernel without parameters.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL kernel or args),
- *         ::GP_ERROR_INVALID_HANDLE (not a kernel descriptor),
+ *         ::GP_ERROR_INVALID_HANDLE (not a kernel of this program or of a loaded module:
+ *         the descriptor is looked up before it is read),
  *         ::GP_ERROR_INVALID_CONFIGURATION (zero or oversize dimensions, too much shared
  *         memory), ::GP_ERROR_INVALID_IMAGE (kernel built for another backend). Faults
  *         during the run are reported asynchronously (::GP_ERROR_LAUNCH_FAILED), and so is
@@ -682,7 +698,10 @@ GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block
  */
 GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
 
-/** @brief Name of @p kernel as written in its source. @return a static string or NULL. */
+/** @brief Name of @p kernel as written in its source.
+ *  @return a string valid while the kernel is (for a module's kernel: until the module
+ *          is unloaded), or NULL when @p kernel is not a kernel of this program or of a
+ *          loaded module. */
 GP_API const char *gp_kernel_name(gp_kernel_t kernel);
 
 /**

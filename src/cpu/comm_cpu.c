@@ -547,6 +547,7 @@ static void cc_release_ctl(gp__cpu_comm_t *cc) {
 static void cc_unref(gp__cpu_comm_t *cc) {
   pthread_mutex_lock(&cc->mu);
   bool last = --cc->refs == 0;
+  if (!last) pthread_cond_broadcast(&cc->cv); /* a destroy waits for this (quiesce) */
   pthread_mutex_unlock(&cc->mu);
   if (!last) return;
   cc_release_ctl(cc);

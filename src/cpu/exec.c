@@ -1633,6 +1633,8 @@ static const struct gp_kernel_s *g_kreg[KREG_MAX];
 static unsigned g_kreg_n;
 
 GP_API int gp__cpu_kernel_register(const struct gp_kernel_s *k) {
+  /* The table every launch looks a kernel up in first (internal.h "descriptors"). */
+  if (gp__desc_add(k, GP__DESC_KERNEL, NULL) != GP_SUCCESS) return -1;
   unsigned i = __atomic_fetch_add(&g_kreg_n, 1u, __ATOMIC_ACQ_REL);
   if (i >= KREG_MAX) return -1;
   __atomic_store_n(&g_kreg[i], k, __ATOMIC_RELEASE);
@@ -1640,6 +1642,7 @@ GP_API int gp__cpu_kernel_register(const struct gp_kernel_s *k) {
 }
 
 GP_API void gp__cpu_kernel_unregister(const struct gp_kernel_s *k) {
+  gp__desc_remove(k, NULL);
   unsigned n = __atomic_load_n(&g_kreg_n, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n && i < KREG_MAX; i++)
     if (__atomic_load_n(&g_kreg[i], __ATOMIC_ACQUIRE) == k) __atomic_store_n(&g_kreg[i], NULL, __ATOMIC_RELEASE);

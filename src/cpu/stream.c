@@ -47,7 +47,9 @@ typedef struct gp__cpu_op {
   uint64_t seq;    /* position in its stream, for synchronous callers */
   bool claimed;    /* run by the synchronous caller itself, not by the worker */
   union {
-    struct { gp_kernel_t k; gp_dim3_t grid, block; size_t shmem; void **args; unsigned flags; } kern;
+    /* owner: the module the kernel came from, held until the op is freed */
+    struct { gp_kernel_t k; gp_dim3_t grid, block; size_t shmem; void **args; unsigned flags;
+             gp_module_t owner; } kern;
     struct { void *dst; const void *src; size_t dpitch, spitch, width, height; } copy;
     struct { void *ptr; uint32_t value; size_t count; } set;
     struct { void (*fn)(void *); void *user; } host;
@@ -286,17 +288,26 @@ static void run_op(struct gp_stream_s *s, cpu_op_t *op) { run_op_on(s->device, o
 
 void gp__cpu_op_run_node(struct gp__cpu_op *op, int device) { run_op_on(device, op, true); }
 
+/* The module a kernel op holds (internal.h "handle registry"); NULL for other ops. */
+static gp_module_t op_owner(const cpu_op_t *op) {
+  return op->kind == OP_KERNEL ? op->u.kern.owner : NULL;
+}
+
 void gp__cpu_op_free(struct gp__cpu_op *op) {
   if (op->kind == OP_HOST_WORK && op->u.work.free_user) free(op->u.work.user);
   if (op->kind == OP_GRAPH) gp__cpu_exec_unref(op->u.graph.exec);
+  gp_module_t owner = op_owner(op);
   free(op);
+  if (owner) (void)gp__handle_release(owner);
 }
 
 /* Releases an operation that was never queued nor captured (the caller keeps a host-work
  * record: gp__be_enqueue_host_work frees it itself). */
 static void op_discard(cpu_op_t *op) {
   if (op->kind == OP_GRAPH) gp__cpu_exec_unref(op->u.graph.exec);
+  gp_module_t owner = op_owner(op);
   free(op);
+  if (owner) (void)gp__handle_release(owner);
 }
 
 /* Retires the head op of s (g_mu held). */
@@ -337,7 +348,13 @@ static void *worker_main(void *arg) {
       pthread_mutex_lock(&g_mu);
     }
     finish_op(s, op);
+    gp_module_t owner = op_owner(op);
     free(op);
+    if (owner) { /* its last reference may unload the module: not under g_mu */
+      pthread_mutex_unlock(&g_mu);
+      (void)gp__handle_release(owner);
+      pthread_mutex_lock(&g_mu);
+    }
   }
   stream_unlink_free(s);
   pthread_mutex_unlock(&g_mu);
@@ -867,7 +884,7 @@ static gp_status_t submit(gp_stream_t h, cpu_op_t *op, bool sync, const char *fu
   if (sync) {
     gp_status_t st = gp__cpu_check_may_wait(func);
     if (st != GP_SUCCESS) {
-      free(op);
+      op_discard(op);
       return st;
     }
   }
@@ -970,31 +987,85 @@ void gp__cpu_device_drain(int dev) {
   pthread_mutex_unlock(&g_mu);
 }
 
-static void release_stream(struct gp_stream_s *s) {
-  (void)gp__handle_remove(s, GP__H_STREAM);
+/* ---- handle lifetimes (internal.h "handle registry") ------------------------------------------- */
+
+/* The finaliser of a stream handle, run when its last reference goes: work already
+ * queued still runs, and the worker frees the stream once it has drained. A wrapper
+ * lets go of the stream it aliases. */
+static gp_status_t stream_fini(void *h) {
+  struct gp_stream_s *s = h;
+  struct gp_stream_s *target = s->kind == S_WRAPPER ? s->target : NULL;
+  pthread_mutex_lock(&g_mu);
   if (s->kind == S_WRAPPER || !s->has_worker) {
     stream_unlink_free(s);
   } else {
     s->destroying = true;
     pthread_cond_signal(&s->wake);
   }
+  pthread_mutex_unlock(&g_mu);
+  if (target) (void)gp__handle_release(target);
+  return GP_SUCCESS;
+}
+
+/* The finaliser of an event handle: pending records and waits hold references of their
+ * own (e->refs). A wrapper lets go of the event it aliases. */
+static gp_status_t event_fini(void *h) {
+  struct gp_event_s *e = h;
+  struct gp_event_s *target = e->wrapper ? e->target : NULL;
+  pthread_mutex_lock(&g_mu);
+  e->destroyed = true;
+  event_unref(e);
+  pthread_mutex_unlock(&g_mu);
+  if (target) (void)gp__handle_release(target);
+  return GP_SUCCESS;
+}
+
+/* The next live handle of device dev that pick selects, with a reference taken (g_mu is
+ * not held when the caller kills it: a finaliser takes g_mu). */
+static struct gp_stream_s *next_stream(int dev, const struct gp_stream_s *target) {
+  struct gp_stream_s *found = NULL;
+  pthread_mutex_lock(&g_mu);
+  for (struct gp_stream_s *t = g_dev[dev].streams; t && !found; t = t->next) {
+    bool pick = target ? (t->kind == S_WRAPPER && t->target == target)
+                       : (t->kind != S_LEGACY && t->kind != S_PER_THREAD);
+    if (pick && gp__handle_acquire(t, GP__H_STREAM)) found = t;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return found;
+}
+
+static struct gp_event_s *next_event(int dev, const struct gp_event_s *target) {
+  struct gp_event_s *found = NULL;
+  pthread_mutex_lock(&g_mu);
+  for (struct gp_event_s *e = g_dev[dev].events; e && !found; e = e->next) {
+    bool pick = target ? (e->wrapper && e->target == target) : true;
+    if (pick && gp__handle_acquire(e, GP__H_EVENT)) found = e;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return found;
+}
+
+/* Kills a handle the caller holds a reference to, and drops that reference. */
+static void kill_held(const void *h, gp__handle_kind_t kind) {
+  (void)gp__handle_kill(h, kind, NULL);
+  (void)gp__handle_release(h);
+}
+
+/* Wrappers die with what they wrap (a destroyed stream's alias must fail as it does). */
+static void kill_stream_wrappers(const struct gp_stream_s *s) {
+  for (struct gp_stream_s *w; (w = next_stream(s->device, s)) != NULL;) kill_held(w, GP__H_STREAM);
+}
+
+static void kill_event_wrappers(const struct gp_event_s *e) {
+  for (struct gp_event_s *w; (w = next_event(e->device, e)) != NULL;) kill_held(w, GP__H_EVENT);
 }
 
 void gp__cpu_device_release_handles(int dev) {
   pthread_mutex_lock(&g_mu);
   capture_drop_device(dev);
-  for (struct gp_stream_s *s = g_dev[dev].streams, *next; s; s = next) {
-    next = s->next;
-    if (s->kind != S_LEGACY && s->kind != S_PER_THREAD && !s->destroying) release_stream(s);
-  }
-  for (struct gp_event_s *e = g_dev[dev].events, *next; e; e = next) {
-    next = e->next;
-    if (e->destroyed) continue;
-    (void)gp__handle_remove(e, GP__H_EVENT);
-    e->destroyed = true;
-    event_unref(e);
-  }
   pthread_mutex_unlock(&g_mu);
+  for (struct gp_stream_s *s; (s = next_stream(dev, NULL)) != NULL;) kill_held(s, GP__H_STREAM);
+  for (struct gp_event_s *e; (e = next_event(dev, NULL)) != NULL;) kill_held(e, GP__H_EVENT);
 }
 
 /* ---- streams ---------------------------------------------------------------------------------------- */
@@ -1006,26 +1077,15 @@ gp_status_t gp__be_stream_create(gp_stream_t *stream, unsigned flags, int priori
   pthread_mutex_lock(&g_mu);
   stream_link(s);
   pthread_mutex_unlock(&g_mu);
-  gp_status_t st = gp__handle_add(s, GP__H_STREAM);
+  gp_status_t st = gp__handle_add(s, GP__H_STREAM, stream_fini);
   if (st != GP_SUCCESS) {
     pthread_mutex_lock(&g_mu);
     stream_unlink_free(s);
     pthread_mutex_unlock(&g_mu);
-    return st;
+    return gp__error(st, "gp_stream_create", "cannot register the stream");
   }
   *stream = s;
   return GP_SUCCESS;
-}
-
-/* Drops the wrappers of s, which is being destroyed (g_mu held): a wrapper holds a
- * plain pointer to its target, so it must not outlive it. Each is claimed through the
- * handle registry, as a destroy would, so a racing destroy of the wrapper frees it once. */
-static void drop_stream_wrappers(struct gp_stream_s *s) {
-  for (struct gp_stream_s *t = g_dev[s->device].streams, *next; t; t = next) {
-    next = t->next;
-    if (t->kind == S_WRAPPER && t->target == s && gp__handle_remove(t, GP__H_STREAM))
-      stream_unlink_free(t);
-  }
 }
 
 gp_status_t gp__be_stream_destroy(gp_stream_t s) {
@@ -1035,20 +1095,16 @@ gp_status_t gp__be_stream_destroy(gp_stream_t s) {
   if (capturing)
     return gp__error(GP_ERROR_NOT_SUPPORTED, "gp_stream_destroy",
                      "'stream' is in a capture: end the capture (gp_stream_end_capture) first");
-  /* Removal is the claim: of two racing destroys, one wins. Work already queued still
-   * runs; the worker frees the stream when it has drained. */
-  if (!gp__handle_remove(s, GP__H_STREAM))
+  /* The kill is the claim: of two racing destroys, one wins. A reference of its own
+   * keeps s allocated until its wrappers are gone (internal callers hold none). */
+  bool held = gp__handle_acquire(s, GP__H_STREAM);
+  if (!held || !gp__handle_kill(s, GP__H_STREAM, NULL)) {
+    if (held) (void)gp__handle_release(s);
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_stream_destroy",
                      "'stream' (%p) was destroyed concurrently", (void *)s);
-  pthread_mutex_lock(&g_mu);
-  if (s->kind != S_WRAPPER) drop_stream_wrappers(s);
-  if (s->kind == S_WRAPPER || !s->has_worker) {
-    stream_unlink_free(s);
-  } else {
-    s->destroying = true;
-    pthread_cond_signal(&s->wake);
   }
-  pthread_mutex_unlock(&g_mu);
+  if (s->kind != S_WRAPPER) kill_stream_wrappers(s);
+  (void)gp__handle_release(s);
   return GP_SUCCESS;
 }
 
@@ -1153,26 +1209,43 @@ void *gp__be_stream_native(gp_stream_t s) {
   return s->kind == S_WRAPPER ? s->target : s;
 }
 
+/* A reference to the stream or event a wrap names (through a wrapper: what it wraps);
+ * NULL when native is not a live handle of kind. */
+static const void *wrap_target(void *native, gp__handle_kind_t kind) {
+  if (!gp__handle_acquire(native, kind)) return NULL;
+  const void *t = native;
+  if (kind == GP__H_STREAM && ((gp_stream_t)native)->kind == S_WRAPPER)
+    t = ((gp_stream_t)native)->target;
+  if (kind == GP__H_EVENT && ((gp_event_t)native)->wrapper) t = ((gp_event_t)native)->target;
+  /* The wrapper named holds its target, so the target is still allocated. */
+  bool ok = t == native || gp__handle_acquire(t, kind);
+  if (t != native) (void)gp__handle_release(native);
+  return ok ? t : NULL;
+}
+
 gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native) {
-  gp_stream_t n = native;
-  if (!gp__handle_valid(n, GP__H_STREAM))
+  struct gp_stream_s *target = (struct gp_stream_s *)(uintptr_t)wrap_target(native, GP__H_STREAM);
+  if (target == NULL)
     return gp__error(GP_ERROR_INVALID_VALUE, "gp_stream_wrap",
                      "'native' (%p) is not a live stream (on the cpu backend the native "
                      "stream is a gp_stream_t)",
                      native);
-  struct gp_stream_s *target = n->kind == S_WRAPPER ? n->target : n;
   struct gp_stream_s *w = stream_new(S_WRAPPER, target->device, target->priority);
-  if (w == NULL) return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_stream_wrap", "out of host memory");
-  w->target = target;
+  if (w == NULL) {
+    (void)gp__handle_release(target);
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_stream_wrap", "out of host memory");
+  }
+  w->target = target; /* the wrapper keeps the reference: released by its finaliser */
   pthread_mutex_lock(&g_mu);
   stream_link(w); /* on the target's device, so a reset of it drops the alias too */
   pthread_mutex_unlock(&g_mu);
-  gp_status_t st = gp__handle_add(w, GP__H_STREAM);
+  gp_status_t st = gp__handle_add(w, GP__H_STREAM, stream_fini);
   if (st != GP_SUCCESS) {
     pthread_mutex_lock(&g_mu);
     stream_unlink_free(w);
     pthread_mutex_unlock(&g_mu);
-    return st;
+    (void)gp__handle_release(target);
+    return gp__error(st, "gp_stream_wrap", "cannot register the wrapper");
   }
   *stream = w;
   return GP_SUCCESS;
@@ -1255,6 +1328,10 @@ static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, siz
   op->u.kern.shmem = shmem;
   op->u.kern.args = n ? copy : NULL;
   op->u.kern.flags = flags;
+  /* The op holds the kernel's module (the caller's reference ends with its call), so an
+   * unload while the launch is queued or captured keeps the code mapped until it is done. */
+  op->u.kern.owner = NULL;
+  (void)gp__desc_find(k, GP__DESC_KERNEL, &op->u.kern.owner);
   return submit(stream, op, false, func);
 }
 
@@ -1301,7 +1378,7 @@ static gp_status_t event_add(struct gp_event_s *e, const char *func) {
   pthread_mutex_lock(&g_mu);
   event_link(e);
   pthread_mutex_unlock(&g_mu);
-  gp_status_t st = gp__handle_add(e, GP__H_EVENT);
+  gp_status_t st = gp__handle_add(e, GP__H_EVENT, event_fini);
   if (st != GP_SUCCESS) {
     pthread_mutex_lock(&g_mu);
     event_unref(e);
@@ -1325,24 +1402,16 @@ gp_status_t gp__be_event_create(gp_event_t *event, unsigned flags) {
 }
 
 gp_status_t gp__be_event_destroy(gp_event_t event) {
-  if (!gp__handle_remove(event, GP__H_EVENT))
+  /* A pending record still completes: the ops hold references. Wrappers of the event
+   * go with it (see kill_stream_wrappers). */
+  bool held = gp__handle_acquire(event, GP__H_EVENT);
+  if (!held || !gp__handle_kill(event, GP__H_EVENT, NULL)) {
+    if (held) (void)gp__handle_release(event);
     return gp__error(GP_ERROR_INVALID_HANDLE, "gp_event_destroy",
                      "'event' (%p) was destroyed concurrently", (void *)event);
-  /* A pending record still completes: the ops hold references. Wrappers of the event
-   * go with it (see drop_stream_wrappers). */
-  pthread_mutex_lock(&g_mu);
-  if (!event->wrapper) {
-    for (struct gp_event_s *w = g_dev[event->device].events, *next; w; w = next) {
-      next = w->next;
-      if (w->wrapper && w->target == event && !w->destroyed && gp__handle_remove(w, GP__H_EVENT)) {
-        w->destroyed = true;
-        event_unref(w);
-      }
-    }
   }
-  event->destroyed = true;
-  event_unref(event);
-  pthread_mutex_unlock(&g_mu);
+  if (!event->wrapper) kill_event_wrappers(event);
+  (void)gp__handle_release(event); /* the last reference of an internal event: freed here */
   return GP_SUCCESS;
 }
 
@@ -1438,22 +1507,28 @@ gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end)
 void *gp__be_event_native(gp_event_t event) { return event_get(event); }
 
 gp_status_t gp__be_event_wrap(gp_event_t *event, void *native) {
-  gp_event_t n = native;
-  if (!gp__handle_valid(n, GP__H_EVENT))
+  struct gp_event_s *target = (struct gp_event_s *)(uintptr_t)wrap_target(native, GP__H_EVENT);
+  if (target == NULL)
     return gp__error(GP_ERROR_INVALID_VALUE, "gp_event_wrap",
                      "'native' (%p) is not a live event (on the cpu backend the native event "
                      "is a gp_event_t)",
                      native);
-  struct gp_event_s *target = event_get(n);
   struct gp_event_s *w = calloc(1, sizeof(*w));
-  if (w == NULL) return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_event_wrap", "out of host memory");
+  if (w == NULL) {
+    (void)gp__handle_release(target);
+    return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_event_wrap", "out of host memory");
+  }
   w->magic = GP__EVENT_MAGIC;
   w->device = target->device; /* a reset of the target's device drops the alias too */
   w->flags = target->flags;
   w->wrapper = true;
-  w->target = target;
+  w->target = target; /* the wrapper keeps the reference: released by its finaliser */
   w->refs = 1;
-  GP__TRY(event_add(w, "gp_event_wrap"));
+  gp_status_t st = event_add(w, "gp_event_wrap");
+  if (st != GP_SUCCESS) {
+    (void)gp__handle_release(target);
+    return st;
+  }
   *event = w;
   return GP_SUCCESS;
 }

@@ -19,12 +19,15 @@
 #endif
 
 /* ---- handles ------------------------------------------------------------------ */
-/* Every live stream and event is on one list, so gp_device_reset can invalidate and
- * free the handles of the device it resets (the native objects die with the reset). */
+/* Every live stream and event is on one list, so gp_device_reset can invalidate the
+ * handles of the device it resets (the native objects die with the reset). Each is a
+ * reference-counted handle (internal.h "handle registry"): its finaliser destroys the
+ * native object and frees it when the last call using it is done. */
 typedef struct gp__gpu_node {
   struct gp__gpu_node *prev, *next;
   gp__handle_kind_t kind;
-  int device; /* the device current when the handle was created or wrapped */
+  int device;       /* the device current when the handle was created or wrapped */
+  bool native_gone; /* a device reset destroyed the native object: only the wrapper is left */
 } gp__gpu_node_t;
 
 struct gp_stream_s {
@@ -47,7 +50,7 @@ struct gp_event_s {
 gpuStream_t gp__gpu_stream(gp_stream_t s);
 /* The device a stream's work runs on (the current device for the default streams). */
 int gp__gpu_stream_device(gp_stream_t s);
-/* Forgets and frees every stream and event of device (after a native device reset). */
+/* Retires every stream and event of device (after a native device reset). */
 void gp__gpu_drop_device(int device);
 
 /* ---- collectives ---------------------------------------------------------------- */

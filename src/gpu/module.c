@@ -5,15 +5,16 @@
  * A module kernel gets a descriptor made here (struct gp_kernel_s, flag GP__KFLAG_MODULE)
  * whose gpu_entry is the native handle (cudaKernel_t, hipFunction_t), so gp_launch and
  * its checks serve it like a linked kernel; the module owns its descriptors and frees
- * them at unload. Images are checked before the loader sees them (src/image.c):
- * cudaLibraryLoadData is not told their size.
+ * them at unload. Image files are read whole (regular files only, bounded) and images
+ * checked before the loader sees them (src/image.c): cudaLibraryLoadData and
+ * hipModuleLoadData are not told their size, so everything their headers describe must
+ * lie within it.
  *
  * The compiler library is loaded with dlopen at the first gp_program_compile, never
  * linked: NVRTC and hipRTC share one C interface (hipRTC mirrors NVRTC), so one table of
  * entry points, named by the vendor shim, serves both.
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,50 +49,28 @@ static gp_status_t wrap_module(gp_module_t *module, gpuModule_t native) {
 
 static gp_status_t load_image(gp_module_t *module, const void *image, size_t bytes, const char *func,
                               const char *what) {
+  /* Every extent the image's headers describe lies within bytes: the loader, which is not
+   * told the size, reads no further. */
   GP__TRY(gp__image_check(image, bytes, func, what));
   gpuModule_t native;
-  gpuError_t e = gpuModuleLoadData(&native, image);
+  gpuError_t e = gpuModuleLoadData(&native, image, bytes);
   if (e != gpuSuccess) return gp__gpu_fail(e, gp__current_device(), func, gpuModuleLoadName);
   return wrap_module(module, native);
 }
 
-/* The whole file, so that it is checked before the loader maps it. */
-static void *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  size_t cap = 1 << 16, len = 0;
-  unsigned char *buf = malloc(cap + 1);
-  size_t got;
-  while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      unsigned char *b = realloc(buf, 2 * cap + 1);
-      if (b == NULL) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = b;
-      cap *= 2;
-    }
-  }
-  fclose(f);
-  if (buf) buf[len] = '\0'; /* PTX files need not end with NUL: the copy does */
-  /* The NUL counts for text only: an ELF image must be whole without it. */
-  *n = buf && len >= 4 && memcmp(buf, "\177ELF", 4) == 0 ? len : len + 1;
-  return buf;
-}
-
 gp_status_t gp__be_module_load(gp_module_t *module, const char *path) {
-  if (access(path, R_OK) != 0)
-    return GP__GPU_ERR(errno == ENOENT ? GP_ERROR_NOT_FOUND : GP_ERROR_INVALID_VALUE,
-                       "'path' (%s) cannot be read: %s", path, strerror(errno));
-  size_t n = 0;
-  void *image = read_all(path, &n);
-  if (image == NULL) return GP__GPU_ERR(GP_ERROR_OUT_OF_MEMORY, "cannot read '%s'", path);
   char what[600];
   snprintf(what, sizeof what, "'path' (%.500s)", path);
-  gp_status_t st = load_image(module, image, n, "gp_module_load", what);
+  size_t n = 0;
+  unsigned char *image = NULL;
+  /* A regular file only, read whole, at most GP__IMAGE_MAX_BYTES (src/image.c). */
+  GP__TRY(gp__image_read_file(path, "gp_module_load", what, &image, &n));
+  /* PTX files need not end with NUL: the copy does (one byte past n), and that NUL counts
+   * for text only; an ELF image or a bundle must be whole without it. */
+  bool binary = n >= 4 && (memcmp(image, "\177ELF", 4) == 0 || memcmp(image, "CCOB", 4) == 0 ||
+                           memcmp(image, "__CL", 4) == 0);
+  gp_status_t st = load_image(module, image, binary || memchr(image, '\0', n) ? n : n + 1,
+                              "gp_module_load", what);
   free(image);
   return st;
 }

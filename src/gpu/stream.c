@@ -12,44 +12,78 @@
 
 /* ---- live handles --------------------------------------------------------------- */
 static pthread_mutex_t gp__gpu_live_lock = PTHREAD_MUTEX_INITIALIZER;
-static gp__gpu_node_t gp__gpu_live = {&gp__gpu_live, &gp__gpu_live, GP__H_STREAM, -1};
+static gp__gpu_node_t gp__gpu_live = {&gp__gpu_live, &gp__gpu_live, GP__H_STREAM, -1, false};
 
 /* Registers a new handle (its node is its first member, so both share an address). */
-static gp_status_t gp__gpu_track(gp__gpu_node_t *n, gp__handle_kind_t kind) {
+static gp_status_t gp__gpu_track(gp__gpu_node_t *n, gp__handle_kind_t kind, gp__handle_fini_t fini) {
   n->kind = kind;
   n->device = gp__current_device();
-  GP__TRY(gp__handle_add(n, kind));
+  n->native_gone = false;
   pthread_mutex_lock(&gp__gpu_live_lock);
   n->prev = &gp__gpu_live;
   n->next = gp__gpu_live.next;
   gp__gpu_live.next->prev = n;
   gp__gpu_live.next = n;
   pthread_mutex_unlock(&gp__gpu_live_lock);
-  return GP_SUCCESS;
+  gp_status_t st = gp__handle_add(n, kind, fini);
+  if (st != GP_SUCCESS) {
+    pthread_mutex_lock(&gp__gpu_live_lock);
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+    pthread_mutex_unlock(&gp__gpu_live_lock);
+  }
+  return st;
 }
 
 static void gp__gpu_untrack(gp__gpu_node_t *n) {
-  (void)gp__handle_remove(n, n->kind);
   pthread_mutex_lock(&gp__gpu_live_lock);
   n->prev->next = n->next;
   n->next->prev = n->prev;
   pthread_mutex_unlock(&gp__gpu_live_lock);
 }
 
-void gp__gpu_drop_device(int device) {
+/* A live handle of device with a reference taken, or NULL (the lock is not held when
+ * the caller kills it: the finaliser takes it). The native object died with the reset. */
+static gp__gpu_node_t *next_of_device(int device) {
+  gp__gpu_node_t *found = NULL;
   pthread_mutex_lock(&gp__gpu_live_lock);
-  gp__gpu_node_t *n = gp__gpu_live.next;
-  while (n != &gp__gpu_live) {
-    gp__gpu_node_t *next = n->next;
-    if (n->device == device) {
-      (void)gp__handle_remove(n, n->kind);
-      n->prev->next = n->next;
-      n->next->prev = n->prev;
-      free(n);
+  for (gp__gpu_node_t *n = gp__gpu_live.next; n != &gp__gpu_live && !found; n = n->next)
+    if (n->device == device && gp__handle_acquire(n, n->kind)) {
+      n->native_gone = true;
+      found = n;
     }
-    n = next;
-  }
   pthread_mutex_unlock(&gp__gpu_live_lock);
+  return found;
+}
+
+void gp__gpu_drop_device(int device) {
+  for (gp__gpu_node_t *n; (n = next_of_device(device)) != NULL;) {
+    (void)gp__handle_kill(n, n->kind, NULL);
+    (void)gp__handle_release(n);
+  }
+}
+
+/* ---- finalisers (the last reference of a handle went) ------------------------------ */
+static gp_status_t stream_fini(void *h) {
+  struct gp_stream_s *s = h;
+  gp__gpu_untrack(&s->node);
+  bool owned = !s->wrapped && !s->node.native_gone;
+  gpuError_t e = owned ? gpuStreamDestroy(s->native) : gpuSuccess;
+  int device = s->node.device;
+  free(s);
+  if (e != gpuSuccess) return gp__gpu_fail(e, device, "gp_stream_destroy", GP__GPU_STR(gpuStreamDestroy));
+  return GP_SUCCESS;
+}
+
+static gp_status_t event_fini(void *h) {
+  struct gp_event_s *ev = h;
+  gp__gpu_untrack(&ev->node);
+  bool owned = !ev->wrapped && !ev->node.native_gone;
+  gpuError_t e = owned ? gpuEventDestroy(ev->native) : gpuSuccess;
+  int device = ev->node.device;
+  free(ev);
+  if (e != gpuSuccess) return gp__gpu_fail(e, device, "gp_event_destroy", GP__GPU_STR(gpuEventDestroy));
+  return GP_SUCCESS;
 }
 
 /* ---- streams -------------------------------------------------------------------- */
@@ -77,22 +111,22 @@ gp_status_t gp__be_stream_create(gp_stream_t *stream, unsigned flags, int priori
   }
   s->flags = flags;
   s->priority = priority;
-  gp_status_t st = gp__gpu_track(&s->node, GP__H_STREAM);
+  gp_status_t st = gp__gpu_track(&s->node, GP__H_STREAM, stream_fini);
   if (st != GP_SUCCESS) {
     (void)gpuStreamDestroy(s->native);
     free(s);
-    return st;
+    return GP__GPU_ERR(st, "cannot register the stream");
   }
   *stream = s;
   return GP_SUCCESS;
 }
 
 gp_status_t gp__be_stream_destroy(gp_stream_t s) {
-  gp__gpu_untrack(&s->node);
-  gpuError_t e = s->wrapped ? gpuSuccess : gpuStreamDestroy(s->native);
-  int device = s->node.device;
-  free(s);
-  if (e != gpuSuccess) return gp__gpu_fail(e, device, __func__, GP__GPU_STR(gpuStreamDestroy));
+  /* The kill is the claim: of two racing destroys, one wins; stream_fini runs when the
+   * last call using the stream is done. */
+  if (!gp__handle_kill(s, GP__H_STREAM, NULL))
+    return GP__GPU_ERR(GP_ERROR_INVALID_HANDLE, "'stream' (%p) was destroyed concurrently",
+                       (void *)s);
   return GP_SUCCESS;
 }
 
@@ -129,10 +163,10 @@ gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native) {
   if (!s) return GP__GPU_ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory for a stream wrapper");
   s->native = (gpuStream_t)native;
   s->wrapped = true;
-  gp_status_t st = gp__gpu_track(&s->node, GP__H_STREAM);
+  gp_status_t st = gp__gpu_track(&s->node, GP__H_STREAM, stream_fini);
   if (st != GP_SUCCESS) {
     free(s);
-    return st;
+    return GP__GPU_ERR(st, "cannot register the stream wrapper");
   }
   *stream = s;
   return GP_SUCCESS;
@@ -151,22 +185,20 @@ gp_status_t gp__be_event_create(gp_event_t *event, unsigned flags) {
     return gp__gpu_fail(e, gp__current_device(), __func__, GP__GPU_STR(gpuEventCreateWithFlags));
   }
   ev->flags = flags;
-  gp_status_t st = gp__gpu_track(&ev->node, GP__H_EVENT);
+  gp_status_t st = gp__gpu_track(&ev->node, GP__H_EVENT, event_fini);
   if (st != GP_SUCCESS) {
     (void)gpuEventDestroy(ev->native);
     free(ev);
-    return st;
+    return GP__GPU_ERR(st, "cannot register the event");
   }
   *event = ev;
   return GP_SUCCESS;
 }
 
 gp_status_t gp__be_event_destroy(gp_event_t ev) {
-  gp__gpu_untrack(&ev->node);
-  gpuError_t e = ev->wrapped ? gpuSuccess : gpuEventDestroy(ev->native);
-  int device = ev->node.device;
-  free(ev);
-  if (e != gpuSuccess) return gp__gpu_fail(e, device, __func__, GP__GPU_STR(gpuEventDestroy));
+  if (!gp__handle_kill(ev, GP__H_EVENT, NULL))
+    return GP__GPU_ERR(GP_ERROR_INVALID_HANDLE, "'event' (%p) was destroyed concurrently",
+                       (void *)ev);
   return GP_SUCCESS;
 }
 
@@ -211,10 +243,10 @@ gp_status_t gp__be_event_wrap(gp_event_t *event, void *native) {
   ev->native = (gpuEvent_t)native;
   ev->wrapped = true;
   ev->recorded = true; /* unknown: let the native runtime judge */
-  gp_status_t st = gp__gpu_track(&ev->node, GP__H_EVENT);
+  gp_status_t st = gp__gpu_track(&ev->node, GP__H_EVENT, event_fini);
   if (st != GP_SUCCESS) {
     free(ev);
-    return st;
+    return GP__GPU_ERR(st, "cannot register the event wrapper");
   }
   *event = ev;
   return GP_SUCCESS;

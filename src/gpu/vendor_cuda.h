@@ -239,7 +239,10 @@ typedef cudaLibrary_t gpuModule_t;
 #define gpuModuleGetKernelName "cudaLibraryGetKernel"
 #define gpuModuleLaunchName "cudaLaunchKernel"
 
-static inline cudaError_t gpuModuleLoadData(cudaLibrary_t *m, const void *image) {
+/* cudaLibraryLoadData takes no size: bytes is what gp__image_check bounded the image's
+ * headers by (every extent they describe lies within it). */
+static inline cudaError_t gpuModuleLoadData(cudaLibrary_t *m, const void *image, size_t bytes) {
+  (void)bytes;
   return cudaLibraryLoadData(m, image, NULL, NULL, 0, NULL, NULL, 0);
 }
 static inline cudaError_t gpuModuleGetKernel(const void **entry, cudaLibrary_t m, const char *name) {

@@ -219,7 +219,10 @@ typedef hipModule_t gpuModule_t;
 #define gpuModuleGetKernelName "hipModuleGetFunction"
 #define gpuModuleLaunchName "hipModuleLaunchKernel"
 
-static inline hipError_t gpuModuleLoadData(hipModule_t *m, const void *image) {
+/* hipModuleLoadData takes no size: bytes is what gp__image_check bounded the bundle's or
+ * code object's headers by (every extent they describe lies within it). */
+static inline hipError_t gpuModuleLoadData(hipModule_t *m, const void *image, size_t bytes) {
+  (void)bytes;
   return hipModuleLoadData(m, image);
 }
 static inline hipError_t gpuModuleGetKernel(const void **entry, hipModule_t m, const char *name) {
