@@ -158,7 +158,6 @@ static void run_factor(gp_kernel_t k, int factor) {
 /* ---- image files --------------------------------------------------------------------------- */
 
 START_TEST(only_regular_files_are_read) {
-  NEED_DEVICE();
   gp_module_t m = (gp_module_t)(uintptr_t)1;
   /* A device: refused before anything is read (it was read without end). */
   FAILS(gp_module_load(&m, "/dev/zero"), GP_ERROR_INVALID_VALUE, "regular file");
@@ -306,7 +305,6 @@ static void c_shstrndx(elf_view_t *v) { v->h->e_shstrndx = v->h->e_shnum + 3; }
 static void c_truncate(elf_view_t *v) { v->n = v->n / 2; }
 
 START_TEST(corrupt_shared_objects_are_refused) {
-  NEED_DEVICE();
   if (!cpu()) return;
   static const struct {
     const char *name;
@@ -367,7 +365,6 @@ END_TEST
  * they were opened with: a name that came back for another file would hand out the
  * first one), from files and from memory, in any order of loads and unloads. */
 START_TEST(distinct_modules_stay_distinct) {
-  NEED_DEVICE();
   if (!cpu()) return;
   char cache[600], dir[600], path[2][700];
   make_dir(cache, sizeof cache, "cache");
@@ -477,7 +474,6 @@ END_TEST
 /* ---- stray and stale descriptors --------------------------------------------------------------- */
 
 START_TEST(stray_descriptors_are_invalid_handles) {
-  NEED_DEVICE();
   float v[4] = {0};
   void *p = NULL;
   size_t bytes = 0;
@@ -534,7 +530,6 @@ static bool mapped(const char *s) {
  * object NODELETE): the process's first module is unmapped by its unload, and its
  * kernel and variable are invalid handles afterwards. */
 START_TEST(first_module_is_unmapped_by_unload) {
-  NEED_DEVICE();
   if (!cpu()) return;
   char cache[600], so[256], path[700];
   make_dir(cache, sizeof cache, "first");
@@ -648,7 +643,6 @@ START_TEST(cache_is_private) {
   ck_assert_int_eq(mkdir(tmp, 0700), 0);
   setenv("GP_DEBUG_FILE", log, 1); /* before the first call: the log is set up once */
   setenv("TMPDIR", tmp, 1);        /* where private compile directories go */
-  NEED_DEVICE();
   build_plant(base, marker, plant, sizeof plant);
 
   /* A good cache, made by gpuport: 0700, its files private. */
