@@ -371,19 +371,35 @@ test-valgrind: build/cpu/test/test_warp build/cpu/test/test_executor build/cpu/t
 # -fsanitize=fuzzer,address,undefined (Debian: clang, libclang-rt-14-dev).
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := safetensors vocab tokenizer image
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=all -DGP_BUILD_CPU -pthread -Iinclude -Isrc -I. \
-              -Iexamples/minilm -Itest/fuzz
+FUZZ_TARGETS := safetensors vocab tokenizer image comm_id
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) -DGP_BUILD_CPU -pthread \
+              -Iinclude -Isrc -I. -Iexamples/minilm -Itest/fuzz
+# The harnesses of library code (image, comm_id) link the cpu runtime built for fuzzing
+# (C sources only, as the TSan build: the static link takes what the harness calls).
+FUZZ_LIB_OBJ := $(API_SRC:%.c=build/fuzz/obj/%.o) $(CPU_SRC:%.c=build/fuzz/obj/%.o) \
+                $(CPU_ASM:%.S=build/fuzz/obj/%.o) $(patsubst %.c,build/fuzz/obj/%.o,$(call family_src,cpu))
+build/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -MMD -MP -std=c11 -D_GNU_SOURCE -g -O1 -fPIC -pthread -fsanitize=fuzzer-no-link $(FUZZ_SAN) \
+	  -Iinclude -Isrc -I. $(CFLAGS_cpu) -c $< -o $@
+build/fuzz/obj/%.o: %.S
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -MMD -MP -DGP_BUILD_CPU -c $< -o $@
+build/fuzz/libgpuport-fuzz.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
 FUZZ_SRC_safetensors := examples/minilm/safetensors.c
 FUZZ_LIBS_safetensors := -lcjson
 FUZZ_SRC_vocab := examples/minilm/tokenizer.c
 FUZZ_LIBS_vocab := -lutf8proc
 FUZZ_SRC_tokenizer := examples/minilm/tokenizer.c
 FUZZ_LIBS_tokenizer := -lutf8proc
-FUZZ_SRC_image := src/image.c src/status.c src/log.c src/registry.c
+FUZZ_DEPS_image := build/fuzz/libgpuport-fuzz.a
+FUZZ_LIBS_image := build/fuzz/libgpuport-fuzz.a $(LIBS_cpu)
+FUZZ_DEPS_comm_id := build/fuzz/libgpuport-fuzz.a
+FUZZ_LIBS_comm_id := build/fuzz/libgpuport-fuzz.a $(LIBS_cpu) -lrt
 define FUZZ_RULE
-build/fuzz/fuzz_$(1): test/fuzz/fuzz_$(1).c $$(FUZZ_SRC_$(1))
+build/fuzz/fuzz_$(1): test/fuzz/fuzz_$(1).c $$(FUZZ_SRC_$(1)) $$(FUZZ_DEPS_$(1))
 	@mkdir -p $$(@D)
 	$$(FUZZ_CC) $$(FUZZ_FLAGS) -MMD -MP -MF $$@.d $$< $$(FUZZ_SRC_$(1)) -o $$@ $$(FUZZ_LIBS_$(1))
 endef
