@@ -13,7 +13,9 @@
 # does not have), and is counted so, never as passed.
 #
 # Environment: BACKEND (cpu|cuda|hip; default: guessed from DIR, else cpu), SAN=1 for
-# sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900), GP_TEST_TALLY a
+# sanitizer builds, GP_TEST_TIMEOUT seconds per binary (default 900), GP_TEST_VERBOSE=1
+# every line each run prints (by default: what ran, and the whole output of a run that
+# failed), GP_TEST_TALLY a
 # file to which the totals are appended (make test adds up several runs of this script).
 # Prints one header line per run and ends with "tests DIR: N passed, N failed, N skipped
 # in S s" (binaries x runs; the cases and tests the passing suites skipped are added up
@@ -111,11 +113,27 @@ run() {
   else
     echo "== $label [$BACKEND${SAN:+, SAN=$SAN}] =="
   fi
-  # The output goes on to the terminal as it comes and into a file, for the suite's
-  # tally line (test/check_util.h); the exit status comes back through another file.
-  { if [ -n "$devs" ]; then GP_CPU_DEVICES=$devs $runner "$@"; else $runner "$@"; fi
-    echo $? > "$work/rc"; } 2>&1 | tee "$work/out"
+  # The output goes into a file, for the suite's tally line (test/check_util.h), and to
+  # the terminal: whole with GP_TEST_VERBOSE=1, else only the lines that say what ran
+  # (Check's totals, the tally, seeds, skips), and all of it when the run failed (the
+  # expected failures a passing suite provokes stay out of the way). The exit status
+  # comes back through another file.
+  if [ "${GP_TEST_VERBOSE:-0}" = 1 ]; then
+    { if [ -n "$devs" ]; then GP_CPU_DEVICES=$devs $runner "$@"; else $runner "$@"; fi
+      echo $? > "$work/rc"; } 2>&1 | tee "$work/out"
+  else
+    { if [ -n "$devs" ]; then GP_CPU_DEVICES=$devs $runner "$@"; else $runner "$@"; fi
+      echo $? > "$work/rc"; } > "$work/out" 2>&1
+  fi
   rc=$(cat "$work/rc")
+  if [ "${GP_TEST_VERBOSE:-0}" != 1 ]; then
+    if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+      echo "-- $label failed (exit $rc); its output:"
+      cat "$work/out"
+    else
+      grep -E '^[0-9]+%: Checks|: cases: [0-9]+ ran|: skipped|seed .*replay with|^[a-z_0-9]+ .*: (ok|passed)$|^gpuport selftest: .* (passed|failed)|^modes: |^-- mode ' "$work/out" | tail -n 40
+    fi
+  fi
   # "test_x: cases: N ran, K skipped; tests: P passed, F failed, S skipped"
   set -- $(sed -n 's/.*: cases: [0-9]* ran, \([0-9]*\) skipped; tests: [0-9]* passed, [0-9]* failed, \([0-9]*\) skipped$/\1 \2/p' "$work/out" | tail -1)
   if [ $# -eq 2 ] && [ $rc -eq 0 ]; then
