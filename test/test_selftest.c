@@ -236,9 +236,9 @@ START_TEST(kernels_name_the_kernel) {
   ck_assert_msg(l != NULL, "no line for kernels.gemm.bf16_nn:\n%s", out);
   ck_assert_msg(strstr(l, "gemm:gp__gemm_") != NULL, "the line names no GEMM kernel: %.300s", l);
   if (cpu) {
-    ck_assert_msg(strstr(l, "gemm:gp__gemm_sm90_bf16_nn") != NULL, "sm90a mode ran another kernel: %.300s", l);
+    ck_assert_msg(strstr(l, "gemm:gp__gemm_sm90a_bf16_nn") != NULL, "sm90a mode ran another kernel: %.300s", l);
     l = line_of(out, "kernels.attention.bwd_bf16_d128_gqa_causal");
-    ck_assert_msg(l && strstr(l, "fwd:gp__attention_fwd_sm90_bf16_d128") && strstr(l, "bwd:gp__attention_bwd_sm80_"),
+    ck_assert_msg(l && strstr(l, "fwd:gp__attention_fwd_sm90a_bf16_d128") && strstr(l, "bwd:gp__attention_bwd_sm80_"),
                   "attention kernels not named: %.300s", l ? l : out);
   }
   free(out);
