@@ -515,7 +515,7 @@ check-deps: backend-cpu
 # tested: the cpu build's suites run with each entry switched off in turn
 # (GP__DISPATCH_DISABLE, read by test builds alone) and a test must fail
 # (scripts/check-dispatch.sh; about a minute).
-DISPATCH_SUITES := $(addprefix build/cpu/test/,test_gemm test_attention test_attention_bwd)
+DISPATCH_SUITES := $(addprefix build/cpu/test/,test_gemm test_attention test_attention_bwd test_attention_kvcache)
 check-dispatch: $(DISPATCH_SUITES) build/cpu/test/dispatch-entries
 	sh scripts/check-dispatch.sh build/cpu/test
 build/cpu/test/dispatch-entries: test/dispatch/entries.c build/cpu/libgpuport-cpu.a

@@ -5,7 +5,7 @@
 # new row is checked without touching this script.
 #
 # For each entry ("gemm.sm80") the test case "dispatch" of its operation's suite (test_gemm,
-# test_attention, test_attention_bwd: one small case per kernel of every family, each
+# test_attention, test_attention_bwd, test_attention_kvcache: one small case per kernel of every family, each
 # checked against the float64 reference and for the kernel chosen) runs with
 # GP__DISPATCH_DISABLE=<entry>, which test builds alone read (test/dispatch_hook.c): the
 # walk passes the entry over, and some check must fail. The same test cases first run with
@@ -13,7 +13,7 @@
 # no test covers, 2 when the binaries are missing.
 set -u
 DIR=${1:-build/cpu/test}
-for b in dispatch-entries test_gemm test_attention test_attention_bwd; do
+for b in dispatch-entries test_gemm test_attention test_attention_bwd test_attention_kvcache; do
   if [ ! -x "$DIR/$b" ]; then
     echo "check-dispatch: $DIR/$b is missing (make check-dispatch builds it)" >&2
     exit 2
@@ -28,6 +28,7 @@ suite_of() {
     gemm.*) echo test_gemm ;;
     attention_fwd.*) echo test_attention ;;
     attention_bwd.*) echo test_attention_bwd ;;
+    attention_kvcache.*) echo test_attention_kvcache ;;
     *) echo "" ;;
   esac
 }
@@ -38,7 +39,7 @@ run() {
 }
 
 status=0
-for s in test_gemm test_attention test_attention_bwd; do
+for s in test_gemm test_attention test_attention_bwd test_attention_kvcache; do
   if ! run "$s" "" || ! grep -q '^100%: Checks: [1-9]' "$tmp/out"; then
     echo "check-dispatch: $s's dispatch test case fails (or runs nothing) with every entry on:"
     tail -5 "$tmp/out"

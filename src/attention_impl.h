@@ -183,6 +183,72 @@ gp_status_t gp__attention_bwd_kernels(gp_stream_t stream, const gp_attention_des
                                       void *workspace, size_t workspace_bytes,
                                       const gp__attn_bwd_kernels_t *kernels);
 
+/* ---- attention over a paged KV cache ---------------------------------------------------
+ * One checked gp_attention_fwd_kvcache call, every default resolved (strides in elements;
+ * the window includes causal). Sequence b attends over sk_b = cache_seqlens[b] +
+ * seqlen_new keys; its query i sits at key position sk_b - seqlen_q + i, so the mask rule
+ * is gp__attn_key_range(i, seqlen_q, sk_b, ...). The rule for the cache lengths and the
+ * block table, and the key-to-page mapping, are kernels/common/attention_kvcache.h's.
+ * Passed by value to the kernels, so it stays plain data. */
+typedef struct gp__attn_kv_params {
+  const void *q;
+  void *o;
+  float *lse;                     /* [batch, heads_q, seqlen_q], or NULL */
+  void *k_cache, *v_cache;        /* [num_blocks, page_size, heads_kv, head_dim] */
+  const int32_t *block_table;     /* [batch][bt_stride] (device memory) */
+  const int32_t *cache_seqlens;   /* [batch] (device memory) */
+  const void *k_new, *v_new;      /* [batch, seqlen_new, heads_kv, head_dim], or NULL */
+  float *ws_o;                    /* splits: partial outputs, f32 [nsplit][batch][heads_q][seqlen_q][head_dim] */
+  float *ws_lse;                  /* splits: partial lse, f32 [nsplit][batch][heads_q][seqlen_q] */
+  int64_t batch, seqlen_q, heads_q, heads_kv, head_dim;
+  int64_t num_blocks, page_size, max_blocks, bt_stride, seqlen_new;
+  int64_t q_bs, q_ss, q_hs, o_bs, o_ss, o_hs;
+  int64_t kc_bs, kc_ss, kc_hs, vc_bs, vc_ss, vc_hs; /* cache: page, token, head strides */
+  int64_t kn_bs, kn_ss, kn_hs, vn_bs, vn_ss, vn_hs; /* k_new, v_new */
+  int64_t window_left, window_right; /* -1: unbounded on that side */
+  int64_t nsplit;                 /* split-KV parts, >= 1 (1: o and lse written directly) */
+  float scale;
+  int dtype;
+  int page_shift;                 /* log2(page_size) */
+} gp__attn_kv_params_t;
+
+/* Keys per split unit: a split takes whole units of this many keys, so every family's key
+ * tile (16, 32 or 64 keys) stays inside one split. */
+#define GP__ATTN_KV_SPLIT_KEYS 64
+
+/* New tokens per block of the portable append kernel. */
+#define GP__ATTN_KV_APPEND 16
+
+/* The three kernels of one build of the portable kvcache family: append, main (per split),
+ * combine. */
+typedef struct gp__attn_kv_kernels {
+  gp_kernel_t append, main, combine;
+} gp__attn_kv_kernels_t;
+
+/* gp_attention_fwd_kvcache running a given build of the portable kernels (the tests run
+ * the width-64 build on the CPU executor, as HIP runs it). Defined in
+ * src/attention_kvcache.c. */
+gp_status_t gp__attention_fwd_kvcache_kernels(gp_stream_t stream, const gp_attention_kvcache_desc_t *desc,
+                                              void *workspace, size_t workspace_bytes,
+                                              const gp__attn_kv_kernels_t *kernels);
+
+/* Split s (of p->nsplit) of a sequence with sk keys: keys [*k0, *k1), empty when equal.
+ * The sequence's own length is cut, in whole units of GP__ATTN_KV_SPLIT_KEYS, into
+ * nsplit nearly equal parts, so a batch of very different lengths keeps every split busy. */
+static inline GP_HOST_DEVICE void gp__attn_kv_split(int64_t sk, int64_t nsplit, int64_t s, int64_t *k0,
+                                                    int64_t *k1) {
+  const int64_t units = (sk + GP__ATTN_KV_SPLIT_KEYS - 1) / GP__ATTN_KV_SPLIT_KEYS;
+  const int64_t per = (units + nsplit - 1) / nsplit * GP__ATTN_KV_SPLIT_KEYS;
+  int64_t a = s * per, z = a + per;
+  *k0 = a < sk ? a : sk;
+  *k1 = z < sk ? z : sk;
+}
+
+/* CPU backend: enqueues the host implementation of a kvcache call on stream (already
+ * resolved); p is copied. Defined in kernels/cpu/attention_kvcache_cpu.c. */
+gp_status_t gp__cpu_attention_kvcache(gp_stream_t stream, const gp__attn_kv_params_t *p, char *what,
+                                      size_t what_len);
+
 #ifdef __cplusplus
 }
 #endif

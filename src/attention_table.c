@@ -18,6 +18,11 @@
  *         mfma      the hip list, emulated (GP_CPU_ATTENTION=mfma)
  *         portable  (every mode but host)
  *
+ *   kvcache (gp_attention_fwd_kvcache: paged KV cache, split-KV)
+ *   cuda, hip portable  the dialect kernels (append, split, combine), every call
+ *   cpu   host      the host implementation (GP_CPU_ATTENTION=host)
+ *         portable  (every mode but host)
+ *
  *   backward: the same without sm90a (no sm_90a backward kernel); the sm80 entry runs its
  *   main kernel between the portable preprocess and postprocess kernels.
  *
@@ -53,11 +58,20 @@ static const gp__attn_bwd_impl_t *const k_bwd[] = {
     &gp__attn_bwd_impl_portable,
 };
 
+static const gp__attn_kv_impl_t *const k_kv[] = {
+#if defined(GP_BUILD_CPU)
+    &gp__attn_kv_impl_host,
+#endif
+    &gp__attn_kv_impl_portable,
+};
+
+#define N_KV (sizeof k_kv / sizeof k_kv[0])
 #define N_FWD (sizeof k_fwd / sizeof k_fwd[0])
 #define N_BWD (sizeof k_bwd / sizeof k_bwd[0])
 
 const gp__attn_fwd_impl_t *gp__attn_fwd_table_entry(size_t i) { return i < N_FWD ? k_fwd[i] : NULL; }
 const gp__attn_bwd_impl_t *gp__attn_bwd_table_entry(size_t i) { return i < N_BWD ? k_bwd[i] : NULL; }
+const gp__attn_kv_impl_t *gp__attn_kv_table_entry(size_t i) { return i < N_KV ? k_kv[i] : NULL; }
 
 const gp__attn_fwd_impl_t *gp__attn_fwd_choose(gp__dispatch_t *d, const gp__attn_params_t *p,
                                                gp__attn_plan_t *plan) {
@@ -78,6 +92,21 @@ const gp__attn_bwd_impl_t *gp__attn_bwd_choose(gp__dispatch_t *d, const gp__attn
                                                gp__attn_plan_t *plan) {
   for (size_t i = 0; i < N_BWD; i++) {
     const gp__attn_bwd_impl_t *e = k_bwd[i];
+    char why[192] = "";
+    if (gp__dispatch_eligible(d, e->name, e->family, why, sizeof why) &&
+        e->supports(p, plan, why, sizeof why)) {
+      gp__dispatch_chose(d, plan->kernel_name);
+      return e;
+    }
+    gp__dispatch_declined(d, e->name, why);
+  }
+  return NULL;
+}
+
+const gp__attn_kv_impl_t *gp__attn_kv_choose(gp__dispatch_t *d, const gp__attn_kv_params_t *p,
+                                             gp__attn_plan_t *plan) {
+  for (size_t i = 0; i < N_KV; i++) {
+    const gp__attn_kv_impl_t *e = k_kv[i];
     char why[192] = "";
     if (gp__dispatch_eligible(d, e->name, e->family, why, sizeof why) &&
         e->supports(p, plan, why, sizeof why)) {

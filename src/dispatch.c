@@ -13,7 +13,8 @@
 #include "api.h"
 #include "dispatch.h"
 
-static const char *const k_op_names[GP__OP_COUNT] = {"gemm", "attention_fwd", "attention_bwd"};
+static const char *const k_op_names[GP__OP_COUNT] = {"gemm", "attention_fwd", "attention_bwd",
+                                                            "attention_kvcache"};
 
 const char *gp__op_name(gp__op_t op) { return (unsigned)op < GP__OP_COUNT ? k_op_names[op] : "?"; }
 

@@ -42,9 +42,15 @@ extern "C" {
 
 /* ---- operations, families, CPU modes ------------------------------------------------ */
 
-typedef enum gp__op { GP__OP_GEMM = 0, GP__OP_ATTN_FWD = 1, GP__OP_ATTN_BWD = 2, GP__OP_COUNT = 3 } gp__op_t;
+typedef enum gp__op {
+  GP__OP_GEMM = 0,
+  GP__OP_ATTN_FWD = 1,
+  GP__OP_ATTN_BWD = 2,
+  GP__OP_ATTN_KVCACHE = 3, /* gp_attention_fwd_kvcache (GP_CPU_ATTENTION, as the forward) */
+  GP__OP_COUNT = 4
+} gp__op_t;
 
-/* "gemm", "attention_fwd", "attention_bwd": the first part of an entry's full name
+/* "gemm", "attention_fwd", "attention_bwd", "attention_kvcache": the first part of an entry's full name
  * ("gemm.sm80"), which test builds' GP__DISPATCH_DISABLE takes. */
 const char *gp__op_name(gp__op_t op);
 
@@ -162,6 +168,9 @@ typedef struct gp__attn_plan {
   int64_t nsplit, nslices;      /* backward: blocks per (sequence, head), dq slices */
   int slot;                     /* the family's index of the kernel (its raised limit) */
   int kv_bh;                    /* sm90a: the maps' rows are one sequence's (1) or all (0) */
+  gp_kernel_t kernel_append;    /* kvcache: the kernel writing k_new and v_new into the cache */
+  gp_kernel_t kernel_combine;   /* kvcache: the kernel merging the splits' partials */
+  unsigned blocks_append, blocks_combine, threads_combine;
   gp_nv_tensor_map_t map_k;     /* sm90a: TMA maps of K and V */
   gp_nv_tensor_map_t map_v;
   char name[384];               /* the kernels and their configuration, for the log line */
@@ -181,7 +190,15 @@ typedef struct gp__attn_bwd_impl {
   gp_status_t (*launch)(gp_stream_t stream, const gp__attn_bwd_params_t *p, gp__attn_plan_t *plan);
 } gp__attn_bwd_impl_t;
 
+typedef struct gp__attn_kv_impl {
+  const char *name;
+  gp__family_t family;
+  bool (*supports)(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len);
+  gp_status_t (*launch)(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan);
+} gp__attn_kv_impl_t;
+
 /* The families' entries, each defined in its kernels/<family>/attention_<family>_host.c. */
+extern const gp__attn_kv_impl_t gp__attn_kv_impl_portable, gp__attn_kv_impl_host;
 extern const gp__attn_fwd_impl_t gp__attn_fwd_impl_sm90a, gp__attn_fwd_impl_sm80,
     gp__attn_fwd_impl_mfma, gp__attn_fwd_impl_portable, gp__attn_fwd_impl_host;
 extern const gp__attn_bwd_impl_t gp__attn_bwd_impl_sm80, gp__attn_bwd_impl_mfma,
@@ -191,7 +208,10 @@ const gp__attn_fwd_impl_t *gp__attn_fwd_choose(gp__dispatch_t *d, const gp__attn
                                                gp__attn_plan_t *plan);
 const gp__attn_bwd_impl_t *gp__attn_bwd_choose(gp__dispatch_t *d, const gp__attn_bwd_params_t *p,
                                                gp__attn_plan_t *plan);
+const gp__attn_kv_impl_t *gp__attn_kv_choose(gp__dispatch_t *d, const gp__attn_kv_params_t *p,
+                                             gp__attn_plan_t *plan);
 const gp__attn_fwd_impl_t *gp__attn_fwd_table_entry(size_t i);
+const gp__attn_kv_impl_t *gp__attn_kv_table_entry(size_t i);
 const gp__attn_bwd_impl_t *gp__attn_bwd_table_entry(size_t i);
 
 /* The portable family's plans for a given build of its kernels (the tests run the
@@ -207,6 +227,10 @@ gp_status_t gp__attn_bwd_portable_pre(gp_stream_t stream, const gp__attn_bwd_par
                                       const gp__attn_bwd_kernels_t *k);
 gp_status_t gp__attn_bwd_portable_post(gp_stream_t stream, const gp__attn_bwd_params_t *p,
                                        const gp__attn_bwd_kernels_t *k);
+/* The portable kvcache family's plan for a given build of its kernels. */
+bool gp__attn_kv_portable_plan(const gp__attn_kv_params_t *p, const gp__attn_kv_kernels_t *k,
+                               gp__attn_plan_t *plan, char *why, size_t why_len);
+extern const gp__attn_kv_kernels_t gp__attn_kv_portable_kernels;
 /* The native-width builds of the portable backward's kernels. */
 extern const gp__attn_bwd_kernels_t gp__attn_bwd_portable_kernels;
 

@@ -190,6 +190,165 @@ GP_API gp_status_t gp_attention_bwd(gp_stream_t stream, const gp_attention_desc_
                                     const void *d_o, void *dq, void *dk, void *dv,
                                     void *workspace, size_t workspace_bytes);
 
+/* ---- attention over a paged KV cache (inference) ------------------------------------------ */
+
+/**
+ * @brief Describes one attention call over a paged KV cache: decoding (a few query tokens
+ *        per sequence) and chunked prefill against the keys and values cached so far.
+ *        Initialise with gp_attention_kvcache_desc_init().
+ *
+ * Follows FlashAttention-2's flash_attn_with_kvcache (flash_attn_interface.py, 2.5 and
+ * later, with block_table; the paged layout is vLLM's PagedAttention, Kwon et al. 2023):
+ * - the cache holds num_blocks pages of page_size tokens, k_cache and v_cache each
+ *   [num_blocks, page_size, heads_kv, head_dim] (strides allowed, the last dimension
+ *   contiguous);
+ * - block_table [batch, max_blocks_per_seq] (int32, device memory) lists sequence b's
+ *   pages in order: its token t is row t % page_size of page block_table[b][t / page_size];
+ * - cache_seqlens [batch] (int32, device memory) holds each sequence's cached tokens;
+ * - with k_new and v_new set ([batch, seqlen_new, heads_kv, head_dim]), the call first
+ *   writes them into the cache at positions cache_seqlens[b] .. cache_seqlens[b] +
+ *   seqlen_new - 1 of sequence b, then attends over all cache_seqlens[b] + seqlen_new
+ *   tokens (the cache write and the attention in one call, as FlashAttention does;
+ *   cache_seqlens itself is not updated: the caller advances it);
+ * - q is [batch, seqlen_q, heads_q, head_dim] and o the same shape; query i of sequence b
+ *   sits at position seqlen_k_b - seqlen_q + i, where seqlen_k_b = cache_seqlens[b] +
+ *   seqlen_new, so causal masks and windows are aligned to the end of each sequence
+ *   (bottom-right, as gp_attention_fwd() aligns them);
+ * - GQA/MQA, windows, the softmax scale and lse ([batch, heads_q, seqlen_q], f32) as in
+ *   ::gp_attention_desc_t. A query with no visible key gives zeros and lse = -inf.
+ *
+ * Split-KV: the keys of each (sequence, key/value head) can be split into num_splits
+ * contiguous parts that run in parallel, each writing a partial output and its lse into
+ * the caller's workspace; a combine step merges them, weighting each by exp(lse_part -
+ * lse) (FlashAttention-2's split-KV decoding, "Flash-Decoding", Dao et al. 2023). The
+ * result is deterministic for a given split count: the same inputs and num_splits give
+ * the same bits on the same device and build. num_splits = 0 lets gpuport choose from
+ * batch, heads, seqlen_q, the longest possible context (max_blocks_per_seq x page_size)
+ * and the device's multiprocessor count, as FlashAttention's heuristic does; 1 never
+ * splits and needs no workspace.
+ */
+typedef struct gp_attention_kvcache_desc {
+  size_t struct_size;   /**< set by gp_attention_kvcache_desc_init() */
+  gp_dtype_t dtype;     /**< ::GP_F16, ::GP_BF16 or ::GP_F32, for q, o, the cache, k_new, v_new */
+  int64_t batch;        /**< sequences, >= 1 */
+  int64_t seqlen_q;     /**< query tokens per sequence, >= 1 */
+  int64_t heads_q;      /**< query heads, a multiple of heads_kv */
+  int64_t heads_kv;     /**< key/value heads */
+  int64_t head_dim;     /**< head dimension of q, k, v and o, 1..256 */
+  const void *q;        /**< queries [batch, seqlen_q, heads_q, head_dim], device memory */
+  void *o;              /**< output, q's shape, device memory */
+  int64_t q_batch_stride; /**< elements between sequences of q (0: default) */
+  int64_t q_seq_stride;   /**< elements between tokens of q (0: default) */
+  int64_t q_head_stride;  /**< elements between heads of q (0: default) */
+  int64_t o_batch_stride; /**< elements between sequences of o (0: default) */
+  int64_t o_seq_stride;   /**< elements between tokens of o (0: default) */
+  int64_t o_head_stride;  /**< elements between heads of o (0: default) */
+  void *k_cache;        /**< keys [num_blocks, page_size, heads_kv, head_dim], device memory */
+  void *v_cache;        /**< values, k_cache's shape, device memory */
+  int64_t num_blocks;   /**< pages in the cache, >= 1 */
+  int64_t page_size;    /**< tokens per page: a power of two, 1..65536 (vLLM uses 16) */
+  int64_t k_cache_block_stride; /**< elements between pages of k_cache (0: default) */
+  int64_t k_cache_seq_stride;   /**< elements between tokens of a page of k_cache (0: default) */
+  int64_t k_cache_head_stride;  /**< elements between heads of k_cache (0: default) */
+  int64_t v_cache_block_stride; /**< elements between pages of v_cache (0: default) */
+  int64_t v_cache_seq_stride;   /**< elements between tokens of a page of v_cache (0: default) */
+  int64_t v_cache_head_stride;  /**< elements between heads of v_cache (0: default) */
+  const int32_t *block_table;   /**< [batch, max_blocks_per_seq] page indices, device memory */
+  int64_t max_blocks_per_seq;   /**< columns of block_table, >= 1 */
+  int64_t block_table_batch_stride; /**< int32s between rows of block_table (0: max_blocks_per_seq) */
+  const int32_t *cache_seqlens; /**< [batch] cached tokens per sequence, device memory */
+  const void *k_new;    /**< optional keys to append [batch, seqlen_new, heads_kv, head_dim], or NULL */
+  const void *v_new;    /**< values to append, k_new's shape; set exactly when k_new is */
+  int64_t seqlen_new;   /**< tokens appended per sequence (0 without k_new) */
+  int64_t k_new_batch_stride; /**< elements between sequences of k_new (0: default) */
+  int64_t k_new_seq_stride;   /**< elements between tokens of k_new (0: default) */
+  int64_t k_new_head_stride;  /**< elements between heads of k_new (0: default) */
+  int64_t v_new_batch_stride; /**< elements between sequences of v_new (0: default) */
+  int64_t v_new_seq_stride;   /**< elements between tokens of v_new (0: default) */
+  int64_t v_new_head_stride;  /**< elements between heads of v_new (0: default) */
+  float softmax_scale;  /**< scale of Q K^T; 0 means 1/sqrt(head_dim) */
+  int causal;           /**< nonzero: causal mask, aligned to the end of each sequence */
+  int64_t window_left;  /**< keys visible to the left of the diagonal; -1 unbounded */
+  int64_t window_right; /**< keys visible to the right of the diagonal; -1 unbounded */
+  float *lse;           /**< optional output [batch, heads_q, seqlen_q] f32, or NULL */
+  int num_splits;       /**< split-KV parts: 0 gpuport's choice, 1 none, up to 256 */
+} gp_attention_kvcache_desc_t;
+
+/** @brief Sets struct_size and defaults: f16, batch 1, no mask (window_left =
+ *         window_right = -1), default strides, no append, no lse, num_splits 0. */
+static inline void gp_attention_kvcache_desc_init(gp_attention_kvcache_desc_t *d) {
+  unsigned char *p = (unsigned char *)d;
+  for (size_t i = 0; i < sizeof(*d); i++) p[i] = 0;
+  d->struct_size = sizeof(*d);
+  d->dtype = GP_F16;
+  d->batch = 1;
+  d->window_left = -1;
+  d->window_right = -1;
+}
+
+/**
+ * @brief The split count gp_attention_fwd_kvcache() will use for @p desc on the current
+ *        device, and the bytes of workspace it needs.
+ *
+ * The split count is desc->num_splits when set, else gpuport's choice: no split when
+ * batch x heads_kv x query tiles already fill 80% of the device's multiprocessors;
+ * otherwise the smallest count (at most 128, one per 64 keys of the longest possible
+ * context max_blocks_per_seq x page_size) whose waves of blocks come within 85% of the
+ * best wave efficiency (FlashAttention-2's num_splits_heuristic, flash_api.cpp). The
+ * workspace holds each split's partial output and lse, f32:
+ * [splits, batch, heads_q, seqlen_q, head_dim] then [splits, batch, heads_q, seqlen_q],
+ * each on a 256-byte boundary; with one split it is 0 bytes. No tensor is read, so it
+ * can be asked before anything is allocated.
+ * @param[in] desc the call, as it will be passed to gp_attention_fwd_kvcache().
+ * @param[out] splits the split count (may be NULL).
+ * @param[out] bytes the workspace size in bytes.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p desc or @p bytes, or the sizes,
+ *         strides, page size, windows or scale as gp_attention_fwd_kvcache() rejects them);
+ *         ::GP_ERROR_NOT_SUPPORTED (dtype).
+ */
+GP_API gp_status_t gp_attention_kvcache_workspace_size(const gp_attention_kvcache_desc_t *desc,
+                                                       int *splits, size_t *bytes);
+
+/**
+ * @brief Attention over a paged KV cache (FlashAttention-2's flash_attn_with_kvcache with
+ *        a block table; see ::gp_attention_kvcache_desc_t), enqueued on @p stream,
+ *        appending desc->k_new and desc->v_new to the cache first when they are set.
+ *
+ * The block table and cache_seqlens live in device memory and are read in stream order.
+ * Sequence b must have 0 <= cache_seqlens[b] and cache_seqlens[b] + seqlen_new <=
+ * max_blocks_per_seq x page_size, and each page it uses (entries 0 ..
+ * ceil((cache_seqlens[b] + seqlen_new) / page_size) - 1 of its row) must be in
+ * [0, num_blocks). Values that break this are never read or written past: the cpu
+ * backend's host implementation fails with ::GP_ERROR_INVALID_VALUE, the kernels (GPU
+ * backends, and the cpu backend's GP_CPU_ATTENTION kernel modes) fail their launch with
+ * ::GP_ERROR_LAUNCH_FAILED, both reported by the next synchronising call and, on the cpu
+ * backend, naming the sequence and the bound it breaks (a GPU trap carries no message
+ * and, like any device trap, leaves the context unusable: CUDA, HIP sticky errors).
+ * With a split, the call reads and writes @p workspace until its work on @p stream
+ * completes.
+ *
+ * @param[in] stream the stream.
+ * @param[in] desc the call.
+ * @param[in,out] workspace device memory of at least
+ *                gp_attention_kvcache_workspace_size() bytes, 16-byte aligned; NULL
+ *                when that is 0.
+ * @param[in] workspace_bytes its size.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL desc, tensor, block_table or
+ *         cache_seqlens; sizes < 1 or beyond 2^31 - 1; heads_q not a multiple of heads_kv;
+ *         head_dim outside 1..256; page_size not a power of two in 1..65536; only one of
+ *         k_new / v_new set, or seqlen_new < 0, or seqlen_new > 0 without them; a negative
+ *         stride or a block-table stride below max_blocks_per_seq; a window below -1;
+ *         num_splits outside 0..256; a tensor not aligned to its elements; a tensor, the
+ *         block table, cache_seqlens or the workspace running past its allocation; a
+ *         workspace smaller than needed or not 16-byte aligned; asynchronously, on the
+ *         cpu backend's host implementation: cache lengths or block-table entries that
+ *         break the rule above); ::GP_ERROR_LAUNCH_FAILED (asynchronously: such values,
+ *         read by a kernel); ::GP_ERROR_NOT_SUPPORTED (dtype); ::GP_ERROR_INVALID_HANDLE
+ *         (stream).
+ */
+GP_API gp_status_t gp_attention_fwd_kvcache(gp_stream_t stream, const gp_attention_kvcache_desc_t *desc,
+                                            void *workspace, size_t workspace_bytes);
+
 GP_EXTERN_C_END
 
 #endif /* GP_ATTENTION_H */

@@ -30,7 +30,6 @@
  * everything of the problem's size is in the caller's workspace.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +42,6 @@
 #define CPU_BK 64   /* keys per key block */
 #define CPU_ROWS 32 /* rows per item of the pre and post steps */
 #define CPU_RB 4    /* query rows per group in the main step (dots4 and axpy4x2 take four) */
-#define CPU_MAX_THREADS 256
 
 #define BWD_ERR(status, ...) gp__error((status), "gp_attention_bwd", __VA_ARGS__)
 
@@ -378,16 +376,7 @@ static gp_status_t run_step(bwd_job_t *job, int step, int64_t items) {
   job->step = step;
   job->items = items;
   atomic_store(&job->next, 0);
-  int n = items > 0 ? gp__cpu_attn_threads(items) : 0, started = 0;
-  pthread_t tids[CPU_MAX_THREADS];
-  for (int t = 1; t < n; t++) {
-    if (pthread_create(&tids[started], NULL, worker, job) != 0) break;
-    started++;
-  }
-  worker(job); /* this thread works too */
-  for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
-  if (atomic_load(&job->next) < items) worker(job);
-  if (atomic_load(&job->next) < items)
+  if (!gp__cpu_attn_parallel(worker, job, items, &job->next))
     return BWD_ERR(GP_ERROR_OUT_OF_MEMORY, "no memory for the tile buffers");
   return GP_SUCCESS;
 }

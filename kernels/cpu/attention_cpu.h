@@ -1,10 +1,13 @@
 /*
  * attention_cpu.h - what the CPU backend's attention forward (attention_fwd_cpu.c) and
- * backward (attention_bwd_cpu.c) share: row conversions, the thread count, and the
+ * backward (attention_bwd_cpu.c) and the kvcache forward (attention_kvcache_cpu.c) share: row conversions, the thread count, and the
  * check of varlen offsets (read in stream order, as a kernel would read them).
  */
 #ifndef GP_CPU_ATTENTION_CPU_H
 #define GP_CPU_ATTENTION_CPU_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
 
 #include "attention_impl.h"
 #include "kernels/common/attention_seq.h"
@@ -19,6 +22,35 @@ void gp__cpu_attn_store_row(void *dst, int64_t off, int dtype, const float *src,
 /* Threads for a parallel loop of items: GP_CPU_THREADS (default: the online cores),
  * at most the item count and 256. */
 int gp__cpu_attn_threads(int64_t items);
+/* Runs worker(job) on up to gp__cpu_attn_threads(items) threads, this one included; each
+ * takes items from *next until it reaches items. False when the items were not all taken
+ * (no thread got its buffers). */
+bool gp__cpu_attn_parallel(void *(*worker)(void *), void *job, int64_t items, atomic_llong *next);
+
+/* Keys per tile of the host implementations' inner loops. */
+#define GP__CPU_ATTN_BK 64
+
+/* s[0..BK) = q . k_c for every column of the transposed key tile kt [d][BK]. */
+static inline void gp__cpu_attn_scores(float *restrict s, const float *restrict q, const float *restrict kt,
+                                       int64_t d) {
+  for (int c = 0; c < GP__CPU_ATTN_BK; c++) s[c] = 0.0f;
+  for (int64_t e = 0; e < d; e++) {
+    const float qe = q[e], *restrict kr = kt + e * GP__CPU_ATTN_BK;
+    for (int c = 0; c < GP__CPU_ATTN_BK; c++) s[c] += qe * kr[c];
+  }
+}
+
+/* acc[0..n) *= corr (n a multiple of 8). */
+static inline void gp__cpu_attn_scale_row(float *restrict acc, float corr, int64_t n) {
+  for (int64_t e = 0; e < n; e += 8)
+    for (int u = 0; u < 8; u++) acc[e + u] *= corr;
+}
+
+/* acc[0..n) += p * v[0..n) (n a multiple of 8). */
+static inline void gp__cpu_attn_axpy(float *restrict acc, float p, const float *restrict v, int64_t n) {
+  for (int64_t e = 0; e < n; e += 8)
+    for (int u = 0; u < 8; u++) acc[e + u] += p * v[e + u];
+}
 /* GP_ERROR_INVALID_VALUE (message naming func and the first sequence at fault) when the
  * varlen offsets break the rule of kernels/common/attention_seq.h, or the packed tensors
  * they size run past their allocations. */

@@ -19,7 +19,7 @@ static bool fwd_supports(const gp__attn_params_t *p, gp__attn_plan_t *plan, char
 
 /* The implementation names its tiles and threads in plan->name when it enqueues. */
 static gp_status_t fwd_launch(gp_stream_t stream, const gp__attn_params_t *p, gp__attn_plan_t *plan) {
-  gp_stream_t s;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, "gp_attention_fwd", &s));
   return gp__cpu_attention_fwd(s, p, plan->name, sizeof plan->name);
 }
@@ -33,10 +33,26 @@ static bool bwd_supports(const gp__attn_bwd_params_t *p, gp__attn_plan_t *plan, 
 }
 
 static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *p, gp__attn_plan_t *plan) {
-  gp_stream_t s;
+  GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, "gp_attention_bwd", &s));
   return gp__cpu_attention_bwd(s, p, plan->name, sizeof plan->name);
 }
 
 const gp__attn_fwd_impl_t gp__attn_fwd_impl_host = {"host", GP__FAMILY_HOST, fwd_supports, fwd_launch};
 const gp__attn_bwd_impl_t gp__attn_bwd_impl_host = {"host", GP__FAMILY_HOST, bwd_supports, bwd_launch};
+
+static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
+  (void)p, (void)why, (void)why_len; /* takes every call */
+  plan->kernel = NULL;
+  plan->kernel_name = "cpu-attention-kvcache";
+  snprintf(plan->name, sizeof plan->name, "%s", plan->kernel_name);
+  return true;
+}
+
+static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
+  GP__STREAM_REF gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, "gp_attention_fwd_kvcache", &s));
+  return gp__cpu_attention_kvcache(s, p, plan->name, sizeof plan->name);
+}
+
+const gp__attn_kv_impl_t gp__attn_kv_impl_host = {"host", GP__FAMILY_HOST, kv_supports, kv_launch};

@@ -30,7 +30,7 @@
 #include "kernels/common/elem.h"
 
 #define CPU_BQ 32 /* query rows per work item */
-#define CPU_BK 64 /* keys per tile */
+#define CPU_BK GP__CPU_ATTN_BK /* keys per tile */
 #define CPU_MAX_THREADS 256
 
 /* Messages name the public function, as the asynchronous error reaches its caller. */
@@ -84,27 +84,6 @@ void gp__cpu_attn_store_row(void *dst, int64_t off, int dtype, const float *src,
 }
 #undef ROW_LOOP
 
-/* s[0..CPU_BK) = q . k_c for every column of the transposed key tile. */
-static void scores(float *restrict s, const float *restrict q, const float *restrict kt, int64_t d) {
-  for (int c = 0; c < CPU_BK; c++) s[c] = 0.0f;
-  for (int64_t e = 0; e < d; e++) {
-    const float qe = q[e], *restrict kr = kt + e * CPU_BK;
-    for (int c = 0; c < CPU_BK; c++) s[c] += qe * kr[c];
-  }
-}
-
-/* acc[0..n) = acc * corr (n a multiple of 8). */
-static void scale_row(float *restrict acc, float corr, int64_t n) {
-  for (int64_t e = 0; e < n; e += 8)
-    for (int u = 0; u < 8; u++) acc[e + u] *= corr;
-}
-
-/* acc[0..n) += p * v[0..n) (n a multiple of 8). */
-static void axpy(float *restrict acc, float p, const float *restrict v, int64_t n) {
-  for (int64_t e = 0; e < n; e += 8)
-    for (int u = 0; u < 8; u++) acc[e + u] += p * v[e + u];
-}
-
 /* One work item: query rows [i0, i0 + CPU_BQ) of head h of sequence b. */
 static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   const gp__attn_params_t *p = &job->p;
@@ -142,7 +121,7 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
       gp__attn_key_range(i0 + r, sq, sk, p->window_left, p->window_right, &rlo, &rhi);
       int64_t c0 = rlo > j0 ? rlo - j0 : 0, c1 = rhi - j0 < nk - 1 ? rhi - j0 : nk - 1;
       if (c0 > c1) continue;
-      scores(s, w->q + r * d, w->kt, d);
+      gp__cpu_attn_scores(s, w->q + r * d, w->kt, d);
       float mx = w->m[r];
       for (int64_t c = c0; c <= c1; c++) {
         s[c] *= p->scale;
@@ -150,11 +129,11 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
       }
       float corr = expf(w->m[r] - mx), sum = 0.0f; /* exp(-inf) = 0 for the first tile */
       float *acc = w->acc + r * dvp;
-      if (corr != 1.0f) scale_row(acc, corr, dvp);
+      if (corr != 1.0f) gp__cpu_attn_scale_row(acc, corr, dvp);
       for (int64_t c = c0; c <= c1; c++) {
         float pr = expf(s[c] - mx);
         sum += pr;
-        axpy(acc, pr, w->v + c * dvp, dvp);
+        gp__cpu_attn_axpy(acc, pr, w->v + c * dvp, dvp);
       }
       w->l[r] = w->l[r] * corr + sum;
       w->m[r] = mx;
@@ -195,6 +174,21 @@ static void *worker(void *arg) {
   }
   free(buf);
   return NULL;
+}
+
+bool gp__cpu_attn_parallel(void *(*worker)(void *), void *job, int64_t items, atomic_llong *next) {
+  int n = gp__cpu_attn_threads(items);
+  pthread_t tids[CPU_MAX_THREADS];
+  int started = 0;
+  for (int t = 1; t < n; t++) {
+    if (pthread_create(&tids[started], NULL, worker, job) != 0) break;
+    started++;
+  }
+  worker(job); /* this thread works too */
+  for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
+  /* A thread that got its buffers drains every item; one that did not takes none. */
+  if (atomic_load(next) < items) worker(job);
+  return atomic_load(next) >= items;
 }
 
 int gp__cpu_attn_threads(int64_t items) {
@@ -277,18 +271,7 @@ static gp_status_t run_job(void *user) {
     GP__TRY(gp__cpu_attn_check_varlen(&job->p, "gp_attention_fwd"));
     job->total_q = job->p.cu_q[job->p.batch];
   }
-  int n = gp__cpu_attn_threads(job->items);
-  pthread_t tids[CPU_MAX_THREADS];
-  int started = 0;
-  for (int t = 1; t < n; t++) {
-    if (pthread_create(&tids[started], NULL, worker, job) != 0) break;
-    started++;
-  }
-  worker(job); /* this thread works too */
-  for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
-  /* A thread that got its buffers drains every item; one that did not takes none. */
-  if (atomic_load(&job->next) < job->items) worker(job);
-  if (atomic_load(&job->next) < job->items)
+  if (!gp__cpu_attn_parallel(worker, job, job->items, &job->next))
     return ATTN_ERR(GP_ERROR_OUT_OF_MEMORY, "no memory for the tile buffers");
   return GP_SUCCESS;
 }

@@ -20,7 +20,7 @@ static bool supports(const gp__gemm_params_t *p, gp__gemm_plan_t *plan, char *wh
 }
 
 static gp_status_t launch(gp_stream_t stream, const gp__gemm_params_t *p, gp__gemm_plan_t *plan) {
-  gp_stream_t resolved;
+  GP__STREAM_REF gp_stream_t resolved = NULL;
   GP__TRY(gp__stream_resolve(stream, "gp_gemm", &resolved));
   return gp__gemm_cpu_enqueue(resolved, p, plan->variant == 0);
 }

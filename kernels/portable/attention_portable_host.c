@@ -17,6 +17,9 @@ GP_KERNEL_DECLARE(gp__attention_bwd_portable_pre);
 GP_KERNEL_DECLARE(gp__attention_bwd_portable_main);
 GP_KERNEL_DECLARE(gp__attention_bwd_portable_dq);
 GP_KERNEL_DECLARE(gp__attention_bwd_portable_dkv);
+GP_KERNEL_DECLARE(gp__attention_kvcache_append_portable);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_portable);
+GP_KERNEL_DECLARE(gp__attention_kvcache_combine_portable);
 
 const gp__attn_bwd_kernels_t gp__attn_bwd_portable_kernels = {
     GP_KERNEL_REF(gp__attention_bwd_portable_pre), GP_KERNEL_REF(gp__attention_bwd_portable_main),
@@ -148,3 +151,62 @@ static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *p
 
 const gp__attn_bwd_impl_t gp__attn_bwd_impl_portable = {"portable", GP__FAMILY_PORTABLE, bwd_supports,
                                                         bwd_launch};
+
+/* ---- kvcache ------------------------------------------------------------------------------ */
+
+const gp__attn_kv_kernels_t gp__attn_kv_portable_kernels = {
+    GP_KERNEL_REF(gp__attention_kvcache_append_portable), GP_KERNEL_REF(gp__attention_kvcache_fwd_portable),
+    GP_KERNEL_REF(gp__attention_kvcache_combine_portable)};
+
+/* Blocks: append (new-token tiles x sequences), main (query-row tiles of the packed GQA
+ * group x key/value heads x splits x sequences), combine (one warp per output row). */
+bool gp__attn_kv_portable_plan(const gp__attn_kv_params_t *p, const gp__attn_kv_kernels_t *k,
+                               gp__attn_plan_t *plan, char *why, size_t why_len) {
+  const int64_t nrows = p->seqlen_q * (p->heads_q / p->heads_kv);
+  const int64_t tiles = (nrows + GP__ATTN_KQ - 1) / GP__ATTN_KQ;
+  const int64_t new_tiles = (p->seqlen_new + GP__ATTN_KV_APPEND - 1) / GP__ATTN_KV_APPEND;
+  int64_t blocks, append = 0, combine = 0, rows;
+  if (!grid_of(tiles, p->heads_kv, p->nsplit, &blocks) || !grid_of(blocks, p->batch, 1, &blocks) ||
+      !grid_of(new_tiles, p->batch, 1, &append) || !grid_of(p->batch, p->heads_q, p->seqlen_q, &rows) ||
+      !grid_of((rows + GP__ATTN_KWARPS - 1) / GP__ATTN_KWARPS, 1, 1, &combine)) {
+    snprintf(why, why_len, "%lld query tiles x %lld heads x %lld splits x %lld sequences exceed one grid dimension",
+             (long long)tiles, (long long)p->heads_kv, (long long)p->nsplit, (long long)p->batch);
+    return false;
+  }
+  plan->kernel = k->main;
+  plan->kernel_append = p->seqlen_new > 0 ? k->append : NULL;
+  plan->kernel_combine = p->nsplit > 1 ? k->combine : NULL;
+  plan->kernel_name = k->main->name;
+  plan->blocks = (unsigned)blocks;
+  plan->blocks_append = (unsigned)append;
+  plan->blocks_combine = (unsigned)combine;
+  plan->threads = (unsigned)(GP__ATTN_KWARPS * k->main->warp_size);
+  plan->threads_combine = (unsigned)(GP__ATTN_KWARPS * k->combine->warp_size);
+  plan->smem = (size_t)gp__attn_kernel_smem_floats(p->head_dim, p->head_dim) * sizeof(float);
+  snprintf(plan->name, sizeof plan->name,
+           "portable kernels %s%s%s (warp %d, grid %lld, block %u, %d x %d tiles, %zu B shared)%s%s",
+           plan->kernel_append ? plan->kernel_append->name : "", plan->kernel_append ? " + " : "", k->main->name,
+           k->main->warp_size, (long long)blocks, plan->threads, GP__ATTN_KQ, gp__attn_kernel_block_k(p->head_dim),
+           plan->smem, plan->kernel_combine ? " + " : "", plan->kernel_combine ? k->combine->name : "");
+  return true;
+}
+
+static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
+  return gp__attn_kv_portable_plan(p, &gp__attn_kv_portable_kernels, plan, why, why_len);
+}
+
+static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
+  gp__attn_kv_params_t args_p = *p;
+  void *args[] = {&args_p};
+  if (plan->kernel_append)
+    GP__TRY(gp_launch(plan->kernel_append, gp_dim3(plan->blocks_append, 1, 1), gp_dim3(plan->threads, 1, 1), 0,
+                      stream, args));
+  GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1), plan->smem, stream,
+                    args));
+  if (plan->kernel_combine)
+    GP__TRY(gp_launch(plan->kernel_combine, gp_dim3(plan->blocks_combine, 1, 1),
+                      gp_dim3(plan->threads_combine, 1, 1), 0, stream, args));
+  return GP_SUCCESS;
+}
+
+const gp__attn_kv_impl_t gp__attn_kv_impl_portable = {"portable", GP__FAMILY_PORTABLE, kv_supports, kv_launch};

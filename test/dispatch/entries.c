@@ -14,5 +14,7 @@ int main(void) {
     printf("%s.%s\n", gp__op_name(GP__OP_ATTN_FWD), gp__attn_fwd_table_entry(i)->name);
   for (size_t i = 0; gp__attn_bwd_table_entry(i); i++)
     printf("%s.%s\n", gp__op_name(GP__OP_ATTN_BWD), gp__attn_bwd_table_entry(i)->name);
+  for (size_t i = 0; gp__attn_kv_table_entry(i); i++)
+    printf("%s.%s\n", gp__op_name(GP__OP_ATTN_KVCACHE), gp__attn_kv_table_entry(i)->name);
   return 0;
 }
