@@ -198,9 +198,11 @@ if [ $found -eq 0 ]; then
   failed=$((failed + 1))
 fi
 # Suites whose kernels have no width-64 test case of their own run once more with every
-# kernel at 64 (GP_CPU_WARP_SIZE=64: the width-64 builds, modules compiled at 64).
+# kernel at 64 (GP_CPU_WARP_SIZE=64: the width-64 builds, modules compiled at 64); the
+# attention suites too, whose portable mode then launches the width-32 descriptors with
+# the device at 64 (a plan must size its blocks for the width the launch runs at).
 if [ "$BACKEND" = cpu ] && [ "$SAN" != 1 ]; then
-  for name in test_graph test_module; do
+  for name in test_graph test_module test_attention test_attention_bwd test_attention_kvcache; do
     if [ -x "$dir/$name" ]; then run "$name (warp width 64)" 1 env GP_CPU_WARP_SIZE=64 "$dir/$name"; fi
   done
 fi

@@ -47,11 +47,12 @@ bool gp__attn_fwd_portable_plan(const gp__attn_params_t *p, gp_kernel_t kernel, 
   plan->kernel = kernel;
   plan->kernel_name = kernel->name;
   plan->blocks = (unsigned)blocks;
-  plan->threads = (unsigned)(GP__ATTN_KWARPS * kernel->warp_size);
+  const int ws = gp__be_kernel_warp_size(kernel);
+  plan->threads = (unsigned)(GP__ATTN_KWARPS * ws);
   plan->smem = (size_t)gp__attn_kernel_smem_floats(p->head_dim, p->head_dim_v) * sizeof(float);
   snprintf(plan->name, sizeof plan->name,
            "portable kernel %s (warp %d, grid %lld, block %u, %d x %d tiles, %zu B shared)", kernel->name,
-           kernel->warp_size, (long long)blocks, plan->threads, GP__ATTN_KQ,
+           ws, (long long)blocks, plan->threads, GP__ATTN_KQ,
            gp__attn_kernel_block_k(p->head_dim > p->head_dim_v ? p->head_dim : p->head_dim_v), plan->smem);
   return true;
 }
@@ -98,11 +99,11 @@ bool gp__attn_bwd_portable_plan(const gp__attn_bwd_params_t *bp, const gp__attn_
   plan->kernel = k->main;
   plan->kernel_name = k->main->name;
   plan->blocks = (unsigned)blocks;
-  plan->threads = (unsigned)(GP__ATTN_KWARPS * k->main->warp_size);
+  plan->threads = (unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(k->main));
   plan->smem = (size_t)gp__attn_bwd_smem_floats(p->head_dim, p->head_dim_v) * sizeof(float);
   snprintf(plan->name, sizeof plan->name,
            "portable kernels %s (warp %d, block %u, grid %lld, %d x %d tiles, %zu B shared, %lld dq slice%s)",
-           k->main->name, k->main->warp_size, plan->threads, (long long)blocks, bk, gp__attn_bwd_block_q(dmax),
+           k->main->name, (int)plan->threads / GP__ATTN_KWARPS, plan->threads, (long long)blocks, bk, gp__attn_bwd_block_q(dmax),
            plan->smem, (long long)plan->nslices, plan->nslices == 1 ? "" : "s");
   return true;
 }
@@ -113,7 +114,7 @@ static gp_status_t launch_one(gp_kernel_t k, int64_t blocks, size_t smem, gp_str
                               const gp__attn_bwd_params_t *bp) {
   gp__attn_bwd_params_t args_p = *bp;
   void *args[] = {&args_p};
-  return gp_launch(k, gp_dim3((unsigned)blocks, 1, 1), gp_dim3((unsigned)(GP__ATTN_KWARPS * k->warp_size), 1, 1),
+  return gp_launch(k, gp_dim3((unsigned)blocks, 1, 1), gp_dim3((unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(k)), 1, 1),
                    smem, stream, args);
 }
 
@@ -180,13 +181,14 @@ bool gp__attn_kv_portable_plan(const gp__attn_kv_params_t *p, const gp__attn_kv_
   plan->blocks = (unsigned)blocks;
   plan->blocks_append = (unsigned)append;
   plan->blocks_combine = (unsigned)combine;
-  plan->threads = (unsigned)(GP__ATTN_KWARPS * k->main->warp_size);
-  plan->threads_combine = (unsigned)(GP__ATTN_KWARPS * k->combine->warp_size);
+  const int ws = gp__be_kernel_warp_size(k->main);
+  plan->threads = (unsigned)(GP__ATTN_KWARPS * ws);
+  plan->threads_combine = (unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(k->combine));
   plan->smem = (size_t)gp__attn_kernel_smem_floats(p->head_dim, p->head_dim) * sizeof(float);
   snprintf(plan->name, sizeof plan->name,
            "portable kernels %s%s%s (warp %d, grid %lld, block %u, %d x %d tiles, %zu B shared)%s%s",
            plan->kernel_append ? plan->kernel_append->name : "", plan->kernel_append ? " + " : "", k->main->name,
-           k->main->warp_size, (long long)blocks, plan->threads, GP__ATTN_KQ, gp__attn_kernel_block_k(p->head_dim),
+           ws, (long long)blocks, plan->threads, GP__ATTN_KQ, gp__attn_kernel_block_k(p->head_dim),
            plan->smem, plan->kernel_combine ? " + " : "", plan->kernel_combine ? k->combine->name : "");
   return true;
 }

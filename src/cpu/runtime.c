@@ -277,6 +277,8 @@ gp_status_t gp__be_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
   return GP_SUCCESS;
 }
 
+int gp__be_kernel_warp_size(gp_kernel_t kernel) { return gp__cpu_kernel_for_width(kernel)->warp_size; }
+
 gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes) {
   (void)kernel; /* the limit lives in the api layer's table (src/launch.h), which the */
   (void)bytes;  /* launch check reads; the executor sizes each launch's arena itself */

@@ -87,6 +87,8 @@ gp_status_t gp__be_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *c, gp
   return GP_SUCCESS;
 }
 
+int gp__be_kernel_warp_size(gp_kernel_t kernel) { return kernel->warp_size; }
+
 gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes) {
   GP__TRY(gp__gpu_check_kernel(kernel, __func__));
   char call[160];
