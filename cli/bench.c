@@ -19,10 +19,13 @@
  * forward's dense FLOPs (S = K Q^T, O^T = V^T S over batch x heads, without softmax or
  * mask: the GEMM work alone).
  * launch (cli/bench_launch.c) is timed on the host, from the first enqueue to the end of
- * the stream synchronisation (launch cost is host time).
+ * the stream synchronisation (launch cost is host time). attention --paged
+ * (cli/bench_paged.c) times gp_attention_fwd_kvcache over a paged KV cache beside
+ * gp_attention_fwd on the same keys and values, in tokens/s and K/V bytes read per second.
  */
 #include "tool.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,9 +42,11 @@ typedef struct bench_opts {
   int64_t bytes;                                /* memcpy */
   int64_t kernels;                              /* launch: length of the chain */
   const char *dtype;
+  bool paged;                                   /* attention over a paged KV cache */
+  tool_paged_opts_t pg;                         /* its lists and options */
 } bench_opts_t;
 
-typedef gp_status_t (*enqueue_fn)(void *ctx, gp_stream_t s);
+typedef tool_enqueue_fn enqueue_fn;
 
 /* *n = a * b * c * d, or false (with a message) when the shape's element count overflows. */
 static bool elements(size_t *n, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -59,27 +64,27 @@ static bool elements(size_t *n, int64_t a, int64_t b, int64_t c, int64_t d) {
 static int n_results;
 
 /* Times fn: warm-up runs, then iters runs each between two events; *median_ms. */
-static gp_status_t time_runs(const bench_opts_t *o, const char *label, enqueue_fn fn, void *ctx,
-                             gp_stream_t s, double *median_ms) {
+gp_status_t tool_time_runs(int64_t iters, int64_t warmup, const char *label, tool_enqueue_fn fn, void *ctx,
+                           gp_stream_t s, double *median_ms) {
   gp_status_t st = GP_SUCCESS;
   gp_event_t e0 = NULL, e1 = NULL;
-  double *ms = calloc((size_t)o->iters, sizeof(double));
+  double *ms = calloc((size_t)iters, sizeof(double));
   if (!ms) return GP_ERROR_OUT_OF_MEMORY;
   if ((st = gp_event_create(&e0)) || (st = gp_event_create(&e1))) goto out;
   double t0 = tool_now_ms();
-  for (int64_t i = 0; i < o->warmup; i++)
+  for (int64_t i = 0; i < warmup; i++)
     if ((st = fn(ctx, s))) goto out;
   if ((st = gp_stream_synchronize(s))) goto out;
-  double per_run = (tool_now_ms() - t0) / (double)(o->warmup > 0 ? o->warmup : 1);
+  double per_run = (tool_now_ms() - t0) / (double)(warmup > 0 ? warmup : 1);
   /* Runs over 2 s in all get a progress line on stderr: updated in place on a
    * terminal, printed once otherwise. */
-  bool progress = per_run * (double)o->iters > 2000.0, tty = isatty(2);
+  bool progress = per_run * (double)iters > 2000.0, tty = isatty(2);
   if (progress && !tty)
-    fprintf(stderr, "gpuport bench: %s: %lld runs of ~%.0f ms\n", label, (long long)o->iters, per_run);
-  for (int64_t i = 0; i < o->iters; i++) {
+    fprintf(stderr, "gpuport bench: %s: %lld runs of ~%.0f ms\n", label, (long long)iters, per_run);
+  for (int64_t i = 0; i < iters; i++) {
     if (progress && tty)
       fprintf(stderr, "\rgpuport bench: %s: run %lld/%lld (~%.0f ms each)", label, (long long)i + 1,
-              (long long)o->iters, per_run);
+              (long long)iters, per_run);
     float f = 0;
     if ((st = gp_event_record(e0, s)) || (st = fn(ctx, s)) || (st = gp_event_record(e1, s)) ||
         (st = gp_event_synchronize(e1)) || (st = gp_event_elapsed_ms(&f, e0, e1)))
@@ -87,12 +92,17 @@ static gp_status_t time_runs(const bench_opts_t *o, const char *label, enqueue_f
     ms[i] = f;
   }
   if (progress && tty) fputc('\n', stderr);
-  *median_ms = tool_median(ms, (int)o->iters);
+  *median_ms = tool_median(ms, (int)iters);
 out:
   gp_event_destroy(e0);
   gp_event_destroy(e1);
   free(ms);
   return st;
+}
+
+static gp_status_t time_runs(const bench_opts_t *o, const char *label, enqueue_fn fn, void *ctx,
+                             gp_stream_t s, double *median_ms) {
+  return tool_time_runs(o->iters, o->warmup, label, fn, ctx, s, median_ms);
 }
 
 static gp_dtype_t parse_dtype(const char *s) {
@@ -409,6 +419,9 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   return rc;
 }
 
+/* bench attention --paged (cli/bench_paged.c). */
+static int bench_paged(const bench_opts_t *o, gp_stream_t s) { return tool_bench_paged(&o->pg, s); }
+
 /* ---- memcpy ------------------------------------------------------------------------------ */
 
 typedef struct copy_ctx {
@@ -465,6 +478,28 @@ static int bench_launch(const bench_opts_t *o, gp_stream_t s) {
 
 /* ---- command line ----------------------------------------------------------------------- */
 
+/* When argv[*i] is name: the next argument, a comma-separated list of up to 16 integers
+ * >= 1, into out[0 .. *n - 1]; exits with status 2 and a message when it is not one. */
+static bool arg_list(int argc, char **argv, int *i, const char *name, int64_t *out, int *n) {
+  if (strcmp(argv[*i], name)) return false;
+  const char *v = *i + 1 < argc ? argv[++*i] : NULL, *p = v;
+  *n = 0;
+  while (p && *p && *n < 16) {
+    char *end;
+    errno = 0;
+    const long long x = strtoll(p, &end, 10);
+    if (end == p || x < 1 || errno || (*end && *end != ',')) break;
+    out[(*n)++] = x;
+    p = *end ? end + 1 : end;
+  }
+  if (!v || *n == 0 || *p) {
+    fprintf(stderr, "gpuport bench: %s takes a list of up to 16 integers >= 1, e.g. 1,4,32%s%s\n", name,
+            v ? "; got " : "", v ? v : "");
+    exit(2);
+  }
+  return true;
+}
+
 static const char bench_usage[] =
     "usage: gpuport bench gemm|attention|memcpy|launch|embed|telemetry [options]\n"
     "       gpuport bench allreduce|allgather|reducescatter|alltoall|broadcast [options]\n"
@@ -482,6 +517,20 @@ static const char bench_usage[] =
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU); on the hip backend beside\n"
     "             hipBLASLt's two batched GEMMs of the same FLOPs (when installed)\n"
+    "  attention --paged: gp_attention_fwd_kvcache over a paged KV cache whose pages are in a\n"
+    "             random order, beside gp_attention_fwd on the same K/V gathered into\n"
+    "             contiguous tensors (causal, aligned to the end of each sequence):\n"
+    "             --batch LIST --context LIST (keys per sequence) --seqlen-q LIST (1: decode,\n"
+    "             16: a prefill chunk) --page-size N --append 0|1 (each call writes its\n"
+    "             query tokens' K/V into the cache first; default 1) --num-splits N (0:\n"
+    "             gpuport's choice) --heads --kv-heads --head-dim --dtype --seed N\n"
+    "             --mem-bw GB/s (the device's memory bandwidth, from its data sheet; else\n"
+    "             a device-to-device copy timed in the same run is the reference);\n"
+    "             reports ms per call, tokens/s, K/V bytes read per second and its\n"
+    "             fraction of the reference, the split count, the dense call, paged/dense\n"
+    "             default: 32/8 heads, head_dim 128, bf16, page 16, seqlen_q 1,16, seed 1;\n"
+    "             batch 1,4,16,32,64 x context 1024,4096,8192,16384,32768 (GPU),\n"
+    "             batch 1,4 x context 1024,4096 (CPU)\n"
     "  memcpy:    --bytes N (default 256 MiB GPU, 64 MiB CPU)\n"
     "  launch:    dialect kernels against plain C loops over the same arrays: vector add and\n"
     "             fma + erf-GELU over 2^24 floats, a shuffle/shared-memory reduction, the cost\n"
@@ -508,9 +557,28 @@ int tool_bench(int argc, char **argv) {
   if (!strcmp(what, "gemm") || !strcmp(what, "attention")) (void)tool_kname_start(why, sizeof why);
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   bench_opts_t o = {.iters = cpu ? 5 : 20, .warmup = cpu ? 1 : 3, .causal = -1};
+  o.pg.append = 1, o.pg.seed = 1;
+  int64_t blist[16];
+  int nblist = 0;
+  bool iters_set = false;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       o.json = true;
+    else if (!strcmp(argv[i], "--paged"))
+      o.paged = true;
+    else if (arg_list(argc, argv, &i, "--batch", blist, &nblist))
+      o.batch = blist[0];
+    else if (arg_list(argc, argv, &i, "--context", o.pg.context, &o.pg.n_context) ||
+             arg_list(argc, argv, &i, "--seqlen-q", o.pg.seqlen_q, &o.pg.n_seqlen_q))
+      continue;
+    else if (!strcmp(argv[i], "--mem-bw") && i + 1 < argc) {
+      char *end;
+      o.pg.mem_bw_gbps = strtod(argv[++i], &end);
+      if (*end || !(o.pg.mem_bw_gbps > 0)) {
+        fprintf(stderr, "gpuport bench: --mem-bw takes GB/s, a number > 0\n");
+        return 2;
+      }
+    }
     else if (!strcmp(argv[i], "--backward"))
       o.backward = true;
     else if (!strcmp(argv[i], "--tf32"))
@@ -521,7 +589,6 @@ int tool_bench(int argc, char **argv) {
                tool_arg_i64(argc, argv, &i, "--warmup", &o.warmup) ||
                tool_arg_i64(argc, argv, &i, "--m", &o.m) || tool_arg_i64(argc, argv, &i, "--n", &o.n) ||
                tool_arg_i64(argc, argv, &i, "--k", &o.k) ||
-               tool_arg_i64(argc, argv, &i, "--batch", &o.batch) ||
                tool_arg_i64(argc, argv, &i, "--seqlen", &o.seqlen) ||
                tool_arg_i64(argc, argv, &i, "--heads", &o.heads) ||
                tool_arg_i64(argc, argv, &i, "--kv-heads", &o.kv_heads) ||
@@ -529,11 +596,40 @@ int tool_bench(int argc, char **argv) {
                tool_arg_i64(argc, argv, &i, "--causal", &o.causal) ||
                tool_arg_i64(argc, argv, &i, "--deterministic", &o.deterministic) ||
                tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes) ||
-               tool_arg_i64(argc, argv, &i, "--kernels", &o.kernels)))
+               tool_arg_i64(argc, argv, &i, "--kernels", &o.kernels) ||
+               tool_arg_i64(argc, argv, &i, "--page-size", &o.pg.page_size) ||
+               tool_arg_i64(argc, argv, &i, "--num-splits", &o.pg.num_splits) ||
+               tool_arg_i64(argc, argv, &i, "--append", &o.pg.append) ||
+               tool_arg_u64(argc, argv, &i, "--seed", &o.pg.seed)))
       return tool_bad_arg("bench", argv[i]);
   }
+  for (int i = 2; i < argc; i++) iters_set |= !strcmp(argv[i], "--iters");
+  /* The CPU's paged sweep (16 calls of up to a second under load): 3 runs unless told */
+  if (o.paged && cpu && !iters_set) o.iters = 3;
   if (o.iters < 1) o.iters = 1;
-  int (*fn)(const bench_opts_t *, gp_stream_t) = !strcmp(what, "gemm")        ? bench_gemm
+  if (o.paged && strcmp(what, "attention")) {
+    fprintf(stderr, "gpuport bench: --paged is an option of bench attention\n");
+    return 2;
+  }
+  if (o.paged && (o.backward || o.seqlen || o.causal == 0 || o.deterministic)) {
+    fprintf(stderr, "gpuport bench attention --paged: no %s (the paged calls are causal forwards; --context and "
+                    "--seqlen-q give the lengths)\n",
+            o.backward ? "--backward" : o.seqlen ? "--seqlen" : o.causal == 0 ? "--causal 0" : "--deterministic");
+    return 2;
+  }
+  if (!o.paged && nblist > 1) {
+    fprintf(stderr, "gpuport bench: --batch takes one value (lists are for bench attention --paged)\n");
+    return 2;
+  }
+  if (o.paged) {
+    memcpy(o.pg.batch, blist, sizeof blist);
+    o.pg.n_batch = nblist;
+    o.pg.iters = o.iters, o.pg.warmup = o.warmup, o.pg.json = o.json;
+    o.pg.heads = o.heads, o.pg.kv_heads = o.kv_heads, o.pg.head_dim = o.hdim;
+    o.pg.dtype = o.dtype ? parse_dtype(o.dtype) : GP_BF16;
+  }
+  int (*fn)(const bench_opts_t *, gp_stream_t) = o.paged                       ? bench_paged
+                                                 : !strcmp(what, "gemm")        ? bench_gemm
                                                  : !strcmp(what, "attention") ? bench_attention
                                                  : !strcmp(what, "memcpy")    ? bench_memcpy
                                                  : !strcmp(what, "launch")    ? bench_launch
@@ -553,10 +649,12 @@ int tool_bench(int argc, char **argv) {
   if (o.json) {
     printf("{\n  \"backend\": \"%s\", \"device\": ", gp_backend_name());
     tool_json_str(p.name);
-    printf(", \"iters\": %lld, \"results\": [", (long long)o.iters);
+    printf(", \"iters\": %lld, ", (long long)o.iters);
+    if (o.paged) printf("\"paged\": true, \"seed\": %llu, ", (unsigned long long)o.pg.seed);
+    printf("\"results\": [");
   } else {
-    printf("gpuport bench %s: backend %s, device %d (%s), median of %lld runs\n", what,
-           gp_backend_name(), dev, p.name, (long long)o.iters);
+    printf("gpuport bench %s%s: backend %s, device %d (%s), median of %lld runs\n", what,
+           o.paged ? " --paged" : "", gp_backend_name(), dev, p.name, (long long)o.iters);
   }
   rc = fn(&o, s);
   if (o.json) printf("\n  ]\n}\n");

@@ -3,7 +3,9 @@
  * this process, read from the INFO line the library logs for every such call
  * (docs/dev/CONTRIBUTING.md: "one line per GEMM/attention call naming shapes and the
  * kernel chosen"; src/gemm.c ends it with "kernel=<name> (...)", src/attention.c with
- * "-> <description>" whose first gp__ word is the kernel).
+ * "-> <description>" whose first gp__ word is the kernel; src/attention_kvcache.c's
+ * "attention kvcache" lines, op kvcache, name the append kernel first and then the
+ * attention kernel, which is the one taken).
  *
  * tool_kname_start(), before the process's first library call, points the library's log
  * (GP_DEBUG=INFO, GP_DEBUG_SUBSYS=GEMM,ATTN, GP_DEBUG_FILE) at a pipe: the library reads
@@ -40,9 +42,13 @@ static void name_of(const char *line, char *op, size_t op_len, char *out, size_t
     snprintf(op, op_len, "gemm");
     p += strlen("kernel=");
   } else if (strstr(line, " INFO ATTN ") && (p = strstr(line, " -> "))) {
-    snprintf(op, op_len, "%s", strstr(line, "attention bwd") ? "bwd" : "fwd");
+    const bool kv = strstr(line, "attention kvcache") != NULL;
+    snprintf(op, op_len, "%s", kv ? "kvcache" : strstr(line, "attention bwd") ? "bwd" : "fwd");
     p += 4;
     const char *g = strstr(p, "gp__");
+    /* a kvcache call names its append kernel first: the attention kernel is the next */
+    if (kv && g && strstr(g, "_append") && strstr(g, "_append") < g + strcspn(g, " (;,\n") && strstr(g + 4, "gp__"))
+      g = strstr(g + 4, "gp__");
     if (g) p = g;
   } else {
     return;
@@ -81,7 +87,7 @@ static void drain(void) {
         continue;
       }
       g_partial[g_partial_len] = 0;
-      char op[8], name[160];
+      char op[16], name[160];
       name_of(g_partial, op, sizeof op, name, sizeof name);
       if (name[0]) add(op, name);
       g_partial_len = 0;

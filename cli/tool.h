@@ -28,6 +28,30 @@ int tool_bench_launch(int64_t iters, int64_t warmup, bool json, int64_t kernels,
 int tool_bench_comm(int argc, char **argv);
 const char *gp_reduce_op_name_tool(gp_reduce_op_t op);
 
+/* ---- the bench timer (bench.c) and `bench attention --paged` (bench_paged.c) ---------- */
+/* Enqueues one run of a benchmarked call on s. */
+typedef gp_status_t (*tool_enqueue_fn)(void *ctx, gp_stream_t s);
+/* warmup untimed runs of fn, then iters runs each between two events on s: the median
+ * in *median_ms (a progress line on stderr when the runs take over 2 s in all). */
+gp_status_t tool_time_runs(int64_t iters, int64_t warmup, const char *label, tool_enqueue_fn fn, void *ctx,
+                           gp_stream_t s, double *median_ms);
+
+/* The options of `bench attention --paged`; a list with n == 0 takes its default. */
+typedef struct tool_paged_opts {
+  int64_t iters, warmup;
+  bool json;
+  int64_t batch[16], context[16], seqlen_q[16];
+  int n_batch, n_context, n_seqlen_q;
+  int64_t heads, kv_heads, head_dim; /* 0: 32, 8, 128 */
+  int64_t page_size;                 /* 0: 16 */
+  int64_t num_splits;                /* desc.num_splits: 0 gpuport's choice */
+  int64_t append;                    /* 1: each call appends seqlen_q tokens (k_new, v_new) */
+  gp_dtype_t dtype;
+  uint64_t seed;
+  double mem_bw_gbps; /* the device's memory bandwidth (GB/s) when given; else a D2D copy is timed */
+} tool_paged_opts_t;
+int tool_bench_paged(const tool_paged_opts_t *o, gp_stream_t s);
+
 /* ---- checked calls ---------------------------------------------------------------- */
 /* Prints "where: expr: GP_ERROR_X: <gp_last_error_message()>" to stderr. */
 void tool_report(const char *where, const char *expr, gp_status_t s);
@@ -65,7 +89,7 @@ int tool_bad_arg(const char *cmd, const char *arg);
  * this process. False (why set) when the caller's GP_DEBUG / GP_DEBUG_FILE are kept. */
 bool tool_kname_start(char *why, size_t why_len);
 /* The kernels chosen since the last take, "op:name, ..." in call order without repeats
- * (op: gemm, fwd, bwd); "" when no call was logged, "?" when capture is off. */
+ * (op: gemm, fwd, bwd, kvcache); "" when no call was logged, "?" when capture is off. */
 void tool_kname_take(char *out, size_t len);
 /* The program's path as started (main's argv[0]), for commands that run it again. */
 extern const char *tool_argv0;

@@ -142,6 +142,37 @@ def fig_attention(raw):
     return fig, kernels
 
 
+def fig_paged(raw):
+    """bench attention --paged: every row, the goal's point (decode, batch 32, context
+    8k: K/V read at >= 70% of the memory bandwidth, within 10% of dense attention on the
+    same K/V) and paged / dense over all rows."""
+    d = read_json(os.path.join(raw, "bench-paged.json"))
+    keep = ("mode", "shape", "dtype", "batch", "context", "seqlen_q", "page_size", "splits", "median_ms", "tokens_per_s",
+            "kv_gbps", "mem_bw_gbps", "mem_bw", "bw_fraction", "dense_ms", "dense_kv_gbps", "paged_over_dense",
+            "max_abs_diff", "kernels", "dense_kernels")
+    rows = [{k: r[k] for k in keep if k in r} for r in d["results"]]
+    if not rows:
+        raise ValueError("bench-paged.json holds no result")
+    kernels = []
+    for r in rows:
+        for key in ("kernels", "dense_kernels"):
+            for k in (r.get(key) or "").split(", "):
+                if k and k != "?" and k not in kernels:
+                    kernels.append(k)
+    ratios = sorted(r["paged_over_dense"] for r in rows)
+    fig = {"rows": rows, "seed": d.get("seed"), "paged_over_dense_median": ratios[len(ratios) // 2],
+           "paged_over_dense_max": ratios[-1]}
+    g = next((r for r in rows if r["mode"] == "decode" and r["batch"] == 32 and r["context"] == 8192), None)
+    if g:
+        fig["goal"] = {"shape": g["shape"], "kv_gbps": g["kv_gbps"], "bw_fraction": g["bw_fraction"],
+                       "mem_bw": g["mem_bw"], "mem_bw_gbps": g["mem_bw_gbps"],
+                       "paged_over_dense": g["paged_over_dense"],
+                       # against the data sheet only (a copy's bandwidth is below the peak)
+                       "bandwidth_met": g["bw_fraction"] >= 0.7 if g["mem_bw"] == "--mem-bw" else None,
+                       "dense_met": g["paged_over_dense"] <= 1.1}
+    return fig, kernels
+
+
 def figures(raw, name):
     if name == "info":
         d = read_json(os.path.join(raw, "info.json"))
@@ -165,6 +196,8 @@ def figures(raw, name):
         return fig_bench(raw, [("gate_off", "bench-gemm.json"), ("gate_on", "bench-gemm-sm90a.json")])
     if name == "bench-attention":
         return fig_attention(raw)
+    if name == "bench-paged":
+        return fig_paged(raw)
     if name == "bench-launch":
         return fig_bench(raw, [("results", "bench-launch.json")])
     if name == "bench-embed":
@@ -212,6 +245,14 @@ def key_figures(s):
                                                      best["pass"], " causal" if best["causal"] else "")
         if "pytorch" in f:
             txt += "; PyTorch " + f["pytorch"]
+        return txt
+    if n == "bench-paged" and f:
+        txt = "%d rows; paged/dense median %.2f, worst %.2f" % (len(f["rows"]), f["paged_over_dense_median"],
+                                                               f["paged_over_dense_max"])
+        g = f.get("goal")
+        if g:
+            txt += "; decode b32 ctx8k: %.4g GB/s = %.0f%% of %s %.4g GB/s (goal 70%%), paged/dense %.2f (goal 1.10)" % (
+                g["kv_gbps"], 100 * g["bw_fraction"], g["mem_bw"], g["mem_bw_gbps"], g["paged_over_dense"])
         return txt
     if n in ("bench-launch", "bench-embed") and f:
         return "%d results" % len(f.get("results", []))
@@ -298,6 +339,15 @@ def main():
                 r.get("head_dim"), r.get("seqlen"), r.get("batch"), r.get("pass"), "causal" if r.get("causal") else "",
                 fmt(r.get("gpuport_tflops")), fmt(r.get("gpuport_sm90a_tflops")), fmt(r.get("torch_flash_tflops")),
                 "%.2f" % r["ratio"] if "ratio" in r else "-"))
+    paged = next((s["figures"] for s in steps if s["name"] == "bench-paged"), {})
+    if paged.get("rows"):
+        md += ["", "| paged attention (causal, page %s) | ms | tokens/s | K/V GB/s | of bandwidth | splits | dense ms | "
+               "paged/dense | kernels |" % paged["rows"][0].get("page_size"), "|---|---|---|---|---|---|---|---|---|"]
+        for r in paged["rows"]:
+            md.append("| %s %s %s | %.4g | %.4g | %.4g | %.0f%% of %s | %s | %.4g | %.2f | %s |" % (
+                r["mode"], r["shape"], r.get("dtype", ""), r["median_ms"], r["tokens_per_s"], r["kv_gbps"],
+                100 * r["bw_fraction"], r["mem_bw"], r["splits"], r["dense_ms"], r["paged_over_dense"],
+                ", ".join(x for x in (r.get("kernels"), r.get("dense_kernels")) if x)))
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return 0

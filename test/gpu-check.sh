@@ -3,8 +3,8 @@
 # (its emulation modes stand in for the hardware) is prepared and run with --small, and
 # the output folder must hold at most 4 files: summary.json (valid JSON, every step in
 # order, each passed or skipped with its reason, the limits under 8 minutes, the kernels
-# named for every emulation mode, every lane probe passed), summary.md and the raw
-# archive. Then a failing step (an injected probe failure) and a step over its limit
+# named for every emulation mode, every lane probe passed, the paged attention benchmark's
+# decode and prefill rows with the kernels they ran), summary.md and the raw archive. Then a failing step (an injected probe failure) and a step over its limit
 # (GPU_CHECK_LIMITS) are recorded while the run goes on, and the exit status says so.
 #
 # Usage: sh test/gpu-check.sh [WORKDIR] (default build/gpu-check-test); run from the
@@ -35,7 +35,7 @@ python3 - "$work/out/summary.json" <<'PY' || fail "summary.json"
 import json, sys
 d = json.load(open(sys.argv[1]))
 want = ["info", "hardware", "kernels", "kernels-sm90a", "memcheck", "racecheck", "bench-gemm",
-        "bench-attention", "bench-launch", "bench-embed"]
+        "bench-attention", "bench-paged", "bench-launch", "bench-embed"]
 names = [s["name"] for s in d["steps"]]
 assert names == want, "steps %s" % names
 assert d["result"] == "pass", d["failed_steps"]
@@ -58,6 +58,12 @@ assert any("_sm80_" in n for n in k["kernels_by_mode"]["sm80"])
 assert any("mfma" in n for n in k["kernels_by_mode"]["mfma"])
 assert steps["bench-gemm"]["kernels"] and steps["bench-attention"]["kernels"], "bench kernels"
 assert "pytorch" in steps["bench-attention"]["figures"] or steps["bench-attention"]["figures"]["rows"]
+pg = steps["bench-paged"]
+assert pg["status"] == "pass" and pg["limit_s"] > 0, pg
+assert len(pg["figures"]["rows"]) == 8, "bench-paged: %d rows" % len(pg["figures"]["rows"])
+assert {r["mode"] for r in pg["figures"]["rows"]} == {"decode", "prefill"}, pg["figures"]["rows"]
+assert any(k.startswith("kvcache:") for k in pg["kernels"]), pg["kernels"]
+assert any(k.startswith("fwd:") for k in pg["kernels"]), pg["kernels"]
 print("gpu-check test: summary.json: %d steps, limits %d s, %d probes, %d kernel checks" %
       (len(names), d["limits_s"], hw["probes"], k["checks"]))
 PY
