@@ -153,6 +153,14 @@ def fig_paged(raw):
     rows = [{k: r[k] for k in keep if k in r} for r in d["results"]]
     if not rows:
         raise ValueError("bench-paged.json holds no result")
+    # PyTorch's SDPA on dense K/V of the same shapes (scripts/paged-anchor.py), when it ran
+    anchor = read_json(os.path.join(raw, "paged-anchor.json")) if os.path.exists(
+        os.path.join(raw, "paged-anchor.json")) else {"error": "not run"}
+    sdpa = {(a["batch"], a["context"], a["seqlen_q"]): a["sdpa_ms"] for a in anchor.get("rows", [])}
+    for r in rows:
+        ms = sdpa.get((r["batch"], r["context"], r["seqlen_q"]))
+        if ms:
+            r["sdpa_ms"], r["paged_over_sdpa"] = ms, r["median_ms"] / ms
     kernels = []
     for r in rows:
         for key in ("kernels", "dense_kernels"):
@@ -161,7 +169,7 @@ def fig_paged(raw):
                     kernels.append(k)
     ratios = sorted(r["paged_over_dense"] for r in rows)
     fig = {"rows": rows, "seed": d.get("seed"), "paged_over_dense_median": ratios[len(ratios) // 2],
-           "paged_over_dense_max": ratios[-1]}
+           "paged_over_dense_max": ratios[-1], "sdpa": anchor.get("torch") or anchor.get("error")}
     g = next((r for r in rows if r["mode"] == "decode" and r["batch"] == 32 and r["context"] == 8192), None)
     if g:
         fig["goal"] = {"shape": g["shape"], "kv_gbps": g["kv_gbps"], "bw_fraction": g["bw_fraction"],
@@ -342,11 +350,14 @@ def main():
     paged = next((s["figures"] for s in steps if s["name"] == "bench-paged"), {})
     if paged.get("rows"):
         md += ["", "| paged attention (causal, page %s) | ms | tokens/s | K/V GB/s | of bandwidth | splits | dense ms | "
-               "paged/dense | kernels |" % paged["rows"][0].get("page_size"), "|---|---|---|---|---|---|---|---|---|"]
+               "paged/dense | SDPA ms (%s) | paged/SDPA | kernels |" % (paged["rows"][0].get("page_size"), paged.get("sdpa")),
+               "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in paged["rows"]:
-            md.append("| %s %s %s | %.4g | %.4g | %.4g | %.0f%% of %s | %s | %.4g | %.2f | %s |" % (
+            md.append("| %s %s %s | %.4g | %.4g | %.4g | %.0f%% of %s | %s | %.4g | %.2f | %s | %s | %s |" % (
                 r["mode"], r["shape"], r.get("dtype", ""), r["median_ms"], r["tokens_per_s"], r["kv_gbps"],
                 100 * r["bw_fraction"], r["mem_bw"], r["splits"], r["dense_ms"], r["paged_over_dense"],
+                "%.4g" % r["sdpa_ms"] if "sdpa_ms" in r else "-",
+                "%.2f" % r["paged_over_sdpa"] if "paged_over_sdpa" in r else "-",
                 ", ".join(x for x in (r.get("kernels"), r.get("dense_kernels")) if x)))
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")

@@ -39,7 +39,8 @@
 #   bench-paged        40  bench attention --paged: decode and a 16-token prefill over a
 #                          paged KV cache (page 16, 32/8 heads, d128, bf16) at batch 1-64,
 #                          context 2k-32k, beside dense attention on the same K/V; K/V
-#                          GB/s against the data sheet's bandwidth (H100, H200) or a copy
+#                          GB/s against the data sheet's bandwidth (H100, H200) or a copy;
+#                          scripts/paged-anchor.py: PyTorch's SDPA on dense K/V, each row
 #   bench-launch       15  bench launch (plain launches, graph replay)
 #   bench-embed        15  bench embed (all-MiniLM-L6-v2, when the bundle has it)
 #   total             465  (the script stops starting steps at 465 s)
@@ -123,7 +124,7 @@ prepare() {
   if command -v strip > /dev/null 2>&1; then
     strip --strip-debug "$out/bin/gpuport" "$out"/lib/*.so* 2> /dev/null
   fi
-  cp "$SELF" "$root/scripts/gpu-check-summary.py" "$root/scripts/attention-anchor.py" "$out/scripts/"
+  cp "$SELF" "$root/scripts/gpu-check-summary.py" "$root/scripts/attention-anchor.py" "$root/scripts/paged-anchor.py" "$out/scripts/"
   chmod +x "$out/scripts/gpu-check.sh"
 
   # The model of bench embed, when small enough to travel.
@@ -256,7 +257,10 @@ step_bench_paged() {
     bw=$(datasheet_bw)
     [ -n "$bw" ] && args+=(--mem-bw "$bw")
   fi
-  "$TOOL" "${args[@]}" > "$RAW/bench-paged.json"
+  "$TOOL" "${args[@]}" > "$RAW/bench-paged.json" || return 1
+  # PyTorch's SDPA on dense K/V of each row's shape (its error, without PyTorch or a GPU)
+  python3 "$BUNDLE/scripts/paged-anchor.py" "$RAW/bench-paged.json" "$RAW/paged-anchor.json" \
+    > "$RAW/paged-anchor.txt" 2>&1 || true
 }
 
 step_bench_launch() {
