@@ -412,12 +412,19 @@ START_TEST(test_deterministic_and_dense) {
   if (mode != M_DEFAULT && gp_backend() != GP_BACKEND_CPU) return;
   kvcase_t c = cases[5]; /* mixed lengths */
   c.snew = 0;            /* the cache stays the same between calls */
+  if (mode == M_SM80) c.dtype = GP_F16, c.d = 64; /* a case the sm_80 kernel takes */
   for (int splits = 1; splits <= 9; splits += 4) {
     c.splits = splits;
     kvrun_t r;
     kv_prepare(&r, &c, 100 + (uint64_t)splits);
     ck_assert_int_eq(kv_call(&r, mode), GP_SUCCESS);
     ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    if (gp_backend() == GP_BACKEND_CPU) {
+      char buf[96];
+      const char *want = expected_kernel(&r, &c, mode, buf, sizeof buf), *got = gp__last_kernel(GP__OP_ATTN_KVCACHE);
+      ck_assert_msg(got && strcmp(got, want) == 0, "%s: kernel %s, expected %s", mode_names[mode], got ? got : "(none)",
+                    want);
+    }
     void *first = malloc(r.nq * r.es), *second = malloc(r.nq * r.es);
     ck_assert_int_eq(gp_memcpy(first, r.dout, r.nq * r.es), GP_SUCCESS);
     ck_assert_int_eq(gp_memset(r.dout, 0, r.nq * r.es), GP_SUCCESS);
@@ -617,7 +624,7 @@ static Suite *kvcache_suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("determinism");
   tcase_set_timeout(tc, 240);
-  tcase_add_loop_test(tc, test_deterministic_and_dense, M_DEFAULT, M_W64 + 1);
+  tcase_add_loop_test(tc, test_deterministic_and_dense, M_DEFAULT, M_SM80 + 1);
   suite_add_tcase(s, tc);
   tc = tcase_create("bad_table");
   tcase_set_timeout(tc, 120);
