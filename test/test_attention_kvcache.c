@@ -396,6 +396,40 @@ START_TEST(test_sm80_takes) {
 }
 END_TEST
 
+/* Rows of q that are not 16-byte aligned (q one element past an aligned address): the
+ * sm_80 entry declines and the portable kernels run the call, with the same result as
+ * the aligned call within both bounds' sum. */
+START_TEST(test_sm80_unaligned) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  const kvcase_t *c = &cases[6]; /* f16 d64: the sm_80 kernel takes it aligned */
+  kvrun_t r;
+  kv_prepare(&r, c, 600);
+  ck_assert_int_eq(kv_call(&r, M_SM80), GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  ck_assert_str_eq(gp__last_kernel(GP__OP_ATTN_KVCACHE), "gp__attention_kvcache_fwd_sm80_f16_d64");
+  void *aligned = malloc(r.nq * r.es), *shifted = malloc(r.nq * r.es);
+  ck_assert_int_eq(gp_memcpy(aligned, r.dout, r.nq * r.es), GP_SUCCESS);
+  void *q1 = NULL;
+  ck_assert_int_eq(gp_malloc(&q1, (r.nq + 8) * r.es), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy((char *)q1 + r.es, r.hq, r.nq * r.es), GP_SUCCESS);
+  r.desc.q = (char *)q1 + r.es;
+  ck_assert_int_eq(kv_call(&r, M_SM80), GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  char buf[96];
+  ck_assert_str_eq(gp__last_kernel(GP__OP_ATTN_KVCACHE), expected_kernel(&r, c, M_SM80, buf, sizeof buf));
+  ck_assert_str_eq(gp__last_kernel(GP__OP_ATTN_KVCACHE), "gp__attention_kvcache_fwd_portable");
+  ck_assert_int_eq(gp_memcpy(shifted, r.dout, r.nq * r.es), GP_SUCCESS);
+  size_t diff = 0;
+  for (size_t i = 0; i < r.nq; i++) /* both within a few units of f16 rounding of each other */
+    diff += fabs(gp_ref_load(aligned, c->dtype, i) - gp_ref_load(shifted, c->dtype, i)) > 4e-3;
+  ck_assert_msg(diff == 0, "%zu elements of the portable result differ from the sm_80 one", diff);
+  printf("  sm80 declines unaligned q: the portable kernels ran, same output\n");
+  gp_free(q1);
+  free(aligned), free(shifted);
+  kv_free(&r);
+}
+END_TEST
+
 /* One small case per kvcache table entry, naming the kernel (run by make check-dispatch). */
 START_TEST(test_every_kernel) {
   if (gp_backend() != GP_BACKEND_CPU) return;
@@ -620,6 +654,7 @@ static Suite *kvcache_suite(void) {
   tc = tcase_create("sm80");
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, test_sm80_takes);
+  tcase_add_test(tc, test_sm80_unaligned);
   tcase_add_loop_test(tc, test_sm80, 0, NCASES);
   suite_add_tcase(s, tc);
   tc = tcase_create("determinism");
