@@ -20,7 +20,7 @@
  *
  *   kvcache (gp_attention_fwd_kvcache: paged KV cache, split-KV)
  *   cuda  sm80      mma.sync split kernel between the portable append and combine kernels,
- *                   f16/bf16, head_dim 64 and 128, 16-byte aligned rows (8.0 and above)
+ *                   f16/bf16, head_dim 32, 64, 96, 128, 16-byte aligned rows
  *         portable  the dialect kernels (append, split, combine), every call
  *   hip   portable
  *   cpu   host      the host implementation (GP_CPU_ATTENTION=host)

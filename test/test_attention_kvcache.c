@@ -279,12 +279,12 @@ static int rows16(const void *x, int64_t bs, int64_t ss, int64_t hs) {
 }
 
 /* The kernel a case runs in mode, from the documented rules (src/attention_table.c): the
- * sm_80 kernel takes f16/bf16 with head_dim 64 or 128 and 16-byte aligned rows of q and
- * the caches; everything else runs the portable kernels. */
+ * sm_80 kernel takes f16/bf16 with head_dim 32, 64, 96 or 128 (not 256) and 16-byte
+ * aligned rows of q and the caches; everything else runs the portable kernels. */
 static const char *expected_kernel(const kvrun_t *r, const kvcase_t *c, int mode, char *buf, size_t len) {
   if (mode == M_DEFAULT) return "cpu-attention-kvcache";
   const gp_attention_kvcache_desc_t *d = &r->desc;
-  if (mode == M_SM80 && c->dtype != GP_F32 && (c->d == 64 || c->d == 128) &&
+  if (mode == M_SM80 && c->dtype != GP_F32 && (c->d == 32 || c->d == 64 || c->d == 96 || c->d == 128) &&
       rows16(d->q, c->sq * c->hq * c->d, c->hq * c->d, c->d) &&
       rows16(d->k_cache, c->page * c->hkv * c->d, c->hkv * c->d, c->d) &&
       rows16(d->v_cache, c->page * c->hkv * c->d, c->hkv * c->d, c->d)) {
@@ -382,9 +382,9 @@ START_TEST(test_sm80) {
 END_TEST
 
 /* The cases the sm_80 kernel must take (so its mode tests it): decode gqa32/8 d128, the
- * long mqa decode with splits, prefill crossing pages, windows. */
+ * long mqa decode with splits, prefill crossing pages, windows, head_dim 32. */
 START_TEST(test_sm80_takes) {
-  static const int taken[] = {0, 1, 3, 6, 9, 10};
+  static const int taken[] = {0, 1, 3, 4, 6, 9, 10};
   char buf[96];
   for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
     kvrun_t r;

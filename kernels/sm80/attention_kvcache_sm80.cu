@@ -3,9 +3,11 @@
  * for NVIDIA GPUs from Ampere on: the main (split) kernel of the kvcache family in the
  * manner of FlashAttention-2's split-KV forward, on the sm_80 forward's structure
  * (attention_fwd_sm80.cu: mma.sync m16n8k16, ldmatrix, cp.async, softmax online in the
- * accumulator registers). One kernel per input type (f16, bf16) and head_dim (64, 128),
- * from attention_kvcache_sm80.cuh. The portable append and combine kernels
- * (kernels/portable/attention_kvcache_portable.cu) run before and after it;
+ * accumulator registers). One kernel per input type (f16, bf16) and head_dim (32, 64,
+ * 96, 128), from attention_kvcache_sm80.cuh; head_dim 256 runs the portable kernels (the
+ * forward's 32-key tiles with the page gathers here spilled 72 bytes on sm_90). The
+ * portable append and combine kernels (kernels/portable/attention_kvcache_portable.cu)
+ * run before and after it;
  * kernels/sm80/attention_sm80_host.c chooses and launches. Built by nvcc for the cuda
  * backend and, under the emulation of gpuport/nv_mma.h, into the cpu library
  * (GP_CPU_ATTENTION=sm80).
@@ -16,12 +18,13 @@
  *          packed together: row r is query r / group of query head hk group + r % group,
  *          so a decode step fills the tile and K/V are read once per group.
  *   block  4 warps; warp w owns rows 16 w .. 16 w + 15, and keeps in registers its Q
- *          fragments, the S tile (16 x 64 f32), the output accumulator (16 x D f32), and
- *          the running maximum and sum of its two rows per lane. A warp whose rows are all
- *          past the tile's end takes part in the copies and barriers only.
+ *          fragments, the S tile (16 x BN f32, BN = 64 keys), the output accumulator
+ *          (16 x D f32), and the running maximum and sum of its two rows per lane. A
+ *          warp whose rows are all past the tile's end takes part in the copies and
+ *          barriers only.
  *   keys   [lo, hi]: the block's split (gp__attn_kv_split) cut to the keys its rows can
  *          see; the cache length and the block-table entries of these keys are checked
- *          before any barrier (kernels/common/attention_kvcache.h). K and V tiles of 64
+ *          before any barrier (kernels/common/attention_kvcache.h). K and V tiles of BN
  *          rows are gathered with 16-byte cp.async copies, each key's row found through
  *          the block table (gp__attn_kv_token); rows past hi are zero-filled and masked.
  *   loop   the forward's: wait for K_j, barrier, issue V_j; S = Q K_j^T; mask (tiles a
@@ -69,16 +72,32 @@ GP_DEVICE void kva_stage_kv(gp_nv_async_t *as, uint16_t *dst, const uint16_t *ba
   }
 }
 
+#define KVA_NAME gp__attention_kvcache_fwd_sm80_f16_d32
+#define KVA_D 32
+#define KVA_BF16 0
+#include "attention_kvcache_sm80.cuh"
 #define KVA_NAME gp__attention_kvcache_fwd_sm80_f16_d64
 #define KVA_D 64
+#define KVA_BF16 0
+#include "attention_kvcache_sm80.cuh"
+#define KVA_NAME gp__attention_kvcache_fwd_sm80_f16_d96
+#define KVA_D 96
 #define KVA_BF16 0
 #include "attention_kvcache_sm80.cuh"
 #define KVA_NAME gp__attention_kvcache_fwd_sm80_f16_d128
 #define KVA_D 128
 #define KVA_BF16 0
 #include "attention_kvcache_sm80.cuh"
+#define KVA_NAME gp__attention_kvcache_fwd_sm80_bf16_d32
+#define KVA_D 32
+#define KVA_BF16 1
+#include "attention_kvcache_sm80.cuh"
 #define KVA_NAME gp__attention_kvcache_fwd_sm80_bf16_d64
 #define KVA_D 64
+#define KVA_BF16 1
+#include "attention_kvcache_sm80.cuh"
+#define KVA_NAME gp__attention_kvcache_fwd_sm80_bf16_d96
+#define KVA_D 96
 #define KVA_BF16 1
 #include "attention_kvcache_sm80.cuh"
 #define KVA_NAME gp__attention_kvcache_fwd_sm80_bf16_d128

@@ -12,8 +12,8 @@
  * of o, dk and dv are element pairs written one element at a time, so the element
  * alignment src/attention.c checks is all they need. The kvcache entry
  * (kernels/sm80/attention_kvcache_sm80.cu) runs its split kernel between the portable
- * append and combine kernels, for f16/bf16, head_dim 64 or 128, and q and the caches with
- * 16-byte aligned rows.
+ * append and combine kernels, for the same types and head dims but 256, and q and the
+ * caches with 16-byte aligned rows.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,9 +42,13 @@ GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d64);
 GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d96);
 GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d128);
 GP_KERNEL_DECLARE(gp__attention_bwd_sm80_bf16_d256);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_f16_d32);
 GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_f16_d96);
 GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_f16_d128);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_bf16_d32);
 GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_bf16_d96);
 GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_sm80_bf16_d128);
 
 #define N_DIMS 5
@@ -66,11 +70,12 @@ static const struct gp_kernel_s *const k_bwd[2][N_DIMS] = {
      GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d96), GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d128),
      GP_KERNEL_REF(gp__attention_bwd_sm80_bf16_d256)}};
 
-#define N_KV_DIMS 2
-static const int k_kv_dims[N_KV_DIMS] = {64, 128};
-static const struct gp_kernel_s *const k_kv[2][N_KV_DIMS] = {
-    {GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_f16_d64), GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_f16_d128)},
-    {GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_bf16_d64), GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_bf16_d128)}};
+/* [bf16][head_dim index], head dims k_dims; none for 256 (it would spill) */
+static const struct gp_kernel_s *const k_kv[2][N_DIMS] = {
+    {GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_f16_d32), GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_f16_d64),
+     GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_f16_d96), GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_f16_d128), NULL},
+    {GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_bf16_d32), GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_bf16_d64),
+     GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_bf16_d96), GP_KERNEL_REF(gp__attention_kvcache_fwd_sm80_bf16_d128), NULL}};
 
 /* Every row of the tensor at x starts 16-byte aligned: the pointer and the strides
  * (elements of 2 bytes) that move between rows. */
@@ -171,7 +176,7 @@ static bool bwd_supports(const gp__attn_bwd_params_t *bp, gp__attn_plan_t *plan,
 
 /* Devices (bit d) on which each kernel's shared-memory limit has been raised, by slot:
  * forward [bf16][head_dim index], then backward, then kvcache. */
-static atomic_ullong g_raised[4 * N_DIMS + 2 * N_KV_DIMS];
+static atomic_ullong g_raised[6 * N_DIMS];
 
 /* Raises the kernel's dynamic shared-memory limit on the current device, once. */
 static gp_status_t raise_smem(const gp__attn_plan_t *plan) {
@@ -208,19 +213,19 @@ static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *p
 /* ---- kvcache --------------------------------------------------------------------------- */
 
 /* The main kernel of a kvcache call (kernels/sm80/attention_kvcache_sm80.cu) between the
- * portable append and combine kernels: f16/bf16, head_dim 64 or 128, and q and the caches
+ * portable append and combine kernels: f16/bf16, head_dim 32, 64, 96 or 128, and q and the caches
  * with 16-byte aligned rows (pointers and strides, the caches' page stride too; the
  * portable append copies k_new and v_new element by element). */
 static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
   int di = -1;
-  for (int i = 0; i < N_KV_DIMS; i++)
-    if (p->head_dim == k_kv_dims[i]) di = i;
+  for (int i = 0; i < N_DIMS; i++)
+    if (p->head_dim == k_dims[i]) di = i;
   if (p->dtype != GP_F16 && p->dtype != GP_BF16) {
     snprintf(why, why_len, "f32 has no sm_80 kernel");
     return false;
   }
-  if (di < 0) {
-    snprintf(why, why_len, "head_dim %lld has no sm_80 kvcache kernel (64, 128)", (long long)p->head_dim);
+  if (di < 0 || !k_kv[0][di]) {
+    snprintf(why, why_len, "head_dim %lld has no sm_80 kvcache kernel (32, 64, 96, 128)", (long long)p->head_dim);
     return false;
   }
   if (!rows_aligned(p->q, p->q_bs, p->q_ss, p->q_hs, false) ||
@@ -231,7 +236,7 @@ static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, ch
   }
   /* the portable append and combine kernels, and the grids of all three */
   if (!gp__attn_kv_portable_plan(p, &gp__attn_kv_portable_kernels, plan, why, why_len)) return false;
-  const int d = k_kv_dims[di], bf16 = p->dtype == GP_BF16;
+  const int d = k_dims[di], bf16 = p->dtype == GP_BF16;
   const int64_t tiles = (p->seqlen_q * (p->heads_q / p->heads_kv) + GP__SM80_KV_BM(d) - 1) / GP__SM80_KV_BM(d);
   int64_t blocks;
   if (__builtin_mul_overflow(tiles, p->heads_kv, &blocks) || __builtin_mul_overflow(blocks, p->nsplit, &blocks) ||
@@ -240,7 +245,7 @@ static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, ch
              (long long)tiles, (long long)p->heads_kv, (long long)p->nsplit, (long long)p->batch);
     return false;
   }
-  plan->slot = 4 * N_DIMS + di + N_KV_DIMS * bf16;
+  plan->slot = 4 * N_DIMS + di + N_DIMS * bf16;
   plan->kernel = k_kv[bf16][di];
   plan->kernel_name = plan->kernel->name;
   plan->blocks = (unsigned)blocks;

@@ -8,7 +8,7 @@
 # Prints one line per kernel and target: registers, static and dynamic shared memory,
 # stack frame, spill stores and loads. Fails (exit 1) when
 #   - a kernel spills or has a stack frame, for sm_80 or sm_90;
-#   - a kernel is missing (10 GEMM, 10 attention forward, 10 backward, 4 kvcache), or its PTX lacks
+#   - a kernel is missing (10 GEMM, 10 attention forward, 10 backward, 8 kvcache), or its PTX lacks
 #     the instructions it is written with: mma.sync.aligned.m16n8k16, ldmatrix and
 #     cp.async (the f32 GEMM: cp.async; the tf32 GEMM: mma.sync.aligned.m16n8k8 on tf32,
 #     cvt.rna.tf32.f32 and cp.async);
@@ -17,7 +17,7 @@
 #     GEMM 128 x 128 x 8, 3 stages; tf32 GEMM 128 x 128 x 16, 4 stages; attention 128 query rows (8 warps) for head_dim <= 64
 #     and 64 (4 warps) above, key tiles of 64 (32 for head_dim 256); backward key blocks
 #     of 64 (32 for head_dim 256), query tiles of 32, 4 warps up to head_dim 64, else 8;
-#     kvcache 64 rows (4 warps) and key tiles of 64 for head_dim 64 and 128.
+#     kvcache 64 rows (4 warps) and key tiles of 64, head_dim 32 to 128.
 # Environment: CC (default cc), to read the geometry macros.
 set -u
 DIR=${1:-build/cuda/kernels/sm80}
@@ -55,7 +55,7 @@ int main(void) {
   for (int i = 0; i < 5; i++)
     printf("shape attn%d %d %d %d\n", dims[i], GP__SM80_ATTN_BM(dims[i]), GP__SM80_ATTN_BN(dims[i]),
            GP__SM80_ATTN_THREADS(dims[i]));
-  for (int i = 1; i < 4; i += 2)
+  for (int i = 0; i < 4; i++)
     printf("shape kv%d %d %d %d\n", dims[i], GP__SM80_KV_BM(dims[i]), GP__SM80_KV_BN(dims[i]),
            GP__SM80_KV_THREADS(dims[i]));
   for (int i = 0; i < 5; i++)
@@ -76,7 +76,7 @@ int main(void) {
       printf("dyn gp__attention_bwd_sm80_%s_d%d %d\n", t ? "bf16" : "f16", dims[i],
              GP__SM80_BWD_SMEM(dims[i]));
   for (int t = 0; t < 2; t++)
-    for (int i = 1; i < 4; i += 2)
+    for (int i = 0; i < 4; i++)
       printf("dyn gp__attention_kvcache_fwd_sm80_%s_d%d %d\n", t ? "bf16" : "f16", dims[i],
              GP__SM80_KV_SMEM(dims[i]));
   return 0;
@@ -103,7 +103,9 @@ want_shape bwd64 "64 32 128"
 want_shape bwd96 "64 32 256"
 want_shape bwd128 "64 32 256"
 want_shape bwd256 "32 32 256"
+want_shape kv32 "64 64 128"
 want_shape kv64 "64 64 128"
+want_shape kv96 "64 64 128"
 want_shape kv128 "64 64 128"
 
 # ---- resources per kernel and target, from the ptxas reports ---------------------------
@@ -128,7 +130,7 @@ while read -r k a r sm st ss sl; do
 done < "$tmp/res.txt"
 for a in sm_80 sm_90; do
   n=$(awk -v a="$a" '$2 == a' "$tmp/res.txt" | wc -l)
-  [ "$n" -eq 34 ] || fail "$n kernels compiled for $a, expected 34 (10 GEMM, 20 attention, 4 kvcache)"
+  [ "$n" -eq 38 ] || fail "$n kernels compiled for $a, expected 38 (10 GEMM, 20 attention, 8 kvcache)"
 done
 
 # ---- instructions per kernel, from the compute_80 PTX ----------------------------------
@@ -155,7 +157,7 @@ while read -r k m l c t v; do
   esac
 done < "$tmp/ptx.txt"
 n=$(wc -l < "$tmp/ptx.txt")
-[ "$n" -eq 34 ] || fail "$n kernels in the compute_80 PTX, expected 34"
+[ "$n" -eq 38 ] || fail "$n kernels in the compute_80 PTX, expected 38"
 
 if [ $status -eq 0 ]; then echo "sm80-facts: all facts hold"; fi
 exit $status

@@ -84,9 +84,10 @@
 #define GP__SM80_ATTN_SMEM(d) (2 * (GP__SM80_ATTN_BM(d) + 2 * GP__SM80_ATTN_BN(d)) * ((d) + 8))
 
 /* Attention over a paged KV cache (kernels/sm80/attention_kvcache_sm80.cu,
- * gp__attention_kvcache_fwd_sm80_{f16,bf16}_d<D> for D = 64, 128): 4 warps of one 16-row
- * tile each (64 rows of the packed GQA group), key tiles of 64 (one split unit,
- * GP__ATTN_KV_SPLIT_KEYS); Q, K and V tiles in shared memory as the forward's. */
+ * gp__attention_kvcache_fwd_sm80_{f16,bf16}_d<D> for D = 32, 64, 96, 128; not 256, which
+ * spills): 4 warps of one 16-row tile each (64 rows of the packed GQA group), key tiles
+ * of 64 (one split unit, GP__ATTN_KV_SPLIT_KEYS); Q, K and V tiles in shared memory as
+ * the forward's. */
 #define GP__SM80_KV_WARPS(d) 4
 #define GP__SM80_KV_THREADS(d) (32 * GP__SM80_KV_WARPS(d))
 #define GP__SM80_KV_BM(d) (16 * GP__SM80_KV_WARPS(d))
