@@ -19,8 +19,12 @@
  *         portable  (every mode but host)
  *
  *   kvcache (gp_attention_fwd_kvcache: paged KV cache, split-KV)
- *   cuda, hip portable  the dialect kernels (append, split, combine), every call
+ *   cuda  sm80      mma.sync split kernel between the portable append and combine kernels,
+ *                   f16/bf16, head_dim 32, 64, 96, 128, 16-byte aligned rows
+ *         portable  the dialect kernels (append, split, combine), every call
+ *   hip   portable
  *   cpu   host      the host implementation (GP_CPU_ATTENTION=host)
+ *         sm80      (GP_CPU_ATTENTION=sm80 and sm90a)
  *         portable  (every mode but host)
  *
  *   backward: the same without sm90a (no sm_90a backward kernel); the sm80 entry runs its
@@ -61,6 +65,9 @@ static const gp__attn_bwd_impl_t *const k_bwd[] = {
 static const gp__attn_kv_impl_t *const k_kv[] = {
 #if defined(GP_BUILD_CPU)
     &gp__attn_kv_impl_host,
+#endif
+#if defined(GP_BUILD_CUDA) || defined(GP_BUILD_CPU)
+    &gp__attn_kv_impl_sm80,
 #endif
     &gp__attn_kv_impl_portable,
 };

@@ -12,7 +12,8 @@
  * cached tokens then the appended ones), every lse value, the cache (the appended tokens
  * in their pages, every other byte unchanged), and the kernel that ran. On the cpu
  * backend each case runs on the host implementation, the portable kernels on the SIMT
- * executor at warp width 32 and a width-64 build of them (as HIP runs them).
+ * executor at warp width 32 and a width-64 build of them (as HIP runs them), and with
+ * GP_CPU_ATTENTION=sm80 (the sm_80 kernel where it takes the case, else the portable ones).
  *
  * Also: the same call twice gives the same bits (split-KV is deterministic for a split
  * count); the paged result equals dense gp_attention_fwd on the same logical K/V; bad
@@ -47,9 +48,9 @@ static gp__attn_kv_kernels_t w64_kernels(void) {
 }
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2 };
-static const char *const mode_names[] = {"host", "portable", "warp64"};
-static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80"};
+static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80};
 
 static uint64_t g_seed;
 
@@ -78,6 +79,8 @@ static const kvcase_t cases[] = {
     {"f16 d64 p32 window no lse",           GP_F16,  2, 4,  4,  2, 64,  32, {90, 31},              0, 0, 20, 3, 5, 0},
     {"bf16 d16 p1 gqa",                     GP_BF16, 2, 4,  6,  2, 16,  1,  {5, 9},                2, 1, NOWIN, 2, 1},
     {"f16 d256 p128 decode splits",         GP_F16,  1, 1,  2,  1, 256, 128, {513},                1, 1, NOWIN, 5, 1},
+    {"prefill f16 gqa d64 p16 cross page",  GP_F16,  3, 40, 4,  2, 64,  16, {0, 23, 100},          40, 1, NOWIN, 2, 1},
+    {"bf16 d128 p32 prefill window splits", GP_BF16, 2, 24, 8,  2, 128, 32, {70, 9},               24, 1, 40, 0, 3, 1},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -270,6 +273,28 @@ static void dense_desc(gp_attention_desc_t *d, const kvrun_t *r, const kvcase_t 
 
 /* ---- the cases ----------------------------------------------------------------------------- */
 
+/* The elements x and its strides hold start every row 16-byte aligned. */
+static int rows16(const void *x, int64_t bs, int64_t ss, int64_t hs) {
+  return ((uintptr_t)x & 15u) == 0 && bs % 8 == 0 && ss % 8 == 0 && hs % 8 == 0;
+}
+
+/* The kernel a case runs in mode, from the documented rules (src/attention_table.c): the
+ * sm_80 kernel takes f16/bf16 with head_dim 32, 64, 96 or 128 (not 256) and 16-byte
+ * aligned rows of q and the caches; everything else runs the portable kernels. */
+static const char *expected_kernel(const kvrun_t *r, const kvcase_t *c, int mode, char *buf, size_t len) {
+  if (mode == M_DEFAULT) return "cpu-attention-kvcache";
+  const gp_attention_kvcache_desc_t *d = &r->desc;
+  if (mode == M_SM80 && c->dtype != GP_F32 && (c->d == 32 || c->d == 64 || c->d == 96 || c->d == 128) &&
+      rows16(d->q, c->sq * c->hq * c->d, c->hq * c->d, c->d) &&
+      rows16(d->k_cache, c->page * c->hkv * c->d, c->hkv * c->d, c->d) &&
+      rows16(d->v_cache, c->page * c->hkv * c->d, c->hkv * c->d, c->d)) {
+    snprintf(buf, len, "gp__attention_kvcache_fwd_sm80_%s_d%lld", c->dtype == GP_BF16 ? "bf16" : "f16",
+             (long long)c->d);
+    return buf;
+  }
+  return "gp__attention_kvcache_fwd_portable";
+}
+
 static void run_case(const kvcase_t *c, int mode, uint64_t id) {
   const char *mname = mode_names[mode];
   kvrun_t r;
@@ -278,7 +303,8 @@ static void run_case(const kvcase_t *c, int mode, uint64_t id) {
   ck_assert_msg(st == GP_SUCCESS, "%s (%s): %s: %s", c->name, mname, gp_status_name(st), gp_last_error_message());
   if (gp_backend() == GP_BACKEND_CPU) {
     /* the width-64 build keeps the kernel's name (its descriptor is given explicitly) */
-    const char *want = mode == M_DEFAULT ? "cpu-attention-kvcache" : "gp__attention_kvcache_fwd_portable";
+    char buf[96];
+    const char *want = expected_kernel(&r, c, mode, buf, sizeof buf);
     const char *got = gp__last_kernel(GP__OP_ATTN_KVCACHE);
     ck_assert_msg(got && strcmp(got, want) == 0, "%s (%s): kernel %s, expected %s", c->name, mname,
                   got ? got : "(none)", want);
@@ -349,11 +375,67 @@ START_TEST(test_warp64) {
 }
 END_TEST
 
+START_TEST(test_sm80) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  run_case(&cases[_i], M_SM80, (uint64_t)_i);
+}
+END_TEST
+
+/* The cases the sm_80 kernel must take (so its mode tests it): decode gqa32/8 d128, the
+ * long mqa decode with splits, prefill crossing pages, windows, head_dim 32. */
+START_TEST(test_sm80_takes) {
+  static const int taken[] = {0, 1, 3, 4, 6, 9, 10};
+  char buf[96];
+  for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+    kvrun_t r;
+    kv_prepare(&r, &cases[taken[i]], 500 + i);
+    ck_assert_msg(strstr(expected_kernel(&r, &cases[taken[i]], M_SM80, buf, sizeof buf), "_sm80_") != NULL,
+                  "%s: not an sm_80 case", cases[taken[i]].name);
+    kv_free(&r);
+  }
+}
+END_TEST
+
+/* Rows of q that are not 16-byte aligned (q one element past an aligned address): the
+ * sm_80 entry declines and the portable kernels run the call, with the same result as
+ * the aligned call within both bounds' sum. */
+START_TEST(test_sm80_unaligned) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  const kvcase_t *c = &cases[6]; /* f16 d64: the sm_80 kernel takes it aligned */
+  kvrun_t r;
+  kv_prepare(&r, c, 600);
+  ck_assert_int_eq(kv_call(&r, M_SM80), GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  ck_assert_str_eq(gp__last_kernel(GP__OP_ATTN_KVCACHE), "gp__attention_kvcache_fwd_sm80_f16_d64");
+  void *aligned = malloc(r.nq * r.es), *shifted = malloc(r.nq * r.es);
+  ck_assert_int_eq(gp_memcpy(aligned, r.dout, r.nq * r.es), GP_SUCCESS);
+  void *q1 = NULL;
+  ck_assert_int_eq(gp_malloc(&q1, (r.nq + 8) * r.es), GP_SUCCESS);
+  ck_assert_int_eq(gp_memcpy((char *)q1 + r.es, r.hq, r.nq * r.es), GP_SUCCESS);
+  r.desc.q = (char *)q1 + r.es;
+  ck_assert_int_eq(kv_call(&r, M_SM80), GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  char buf[96];
+  ck_assert_str_eq(gp__last_kernel(GP__OP_ATTN_KVCACHE), expected_kernel(&r, c, M_SM80, buf, sizeof buf));
+  ck_assert_str_eq(gp__last_kernel(GP__OP_ATTN_KVCACHE), "gp__attention_kvcache_fwd_portable");
+  ck_assert_int_eq(gp_memcpy(shifted, r.dout, r.nq * r.es), GP_SUCCESS);
+  size_t diff = 0;
+  for (size_t i = 0; i < r.nq; i++) /* both within a few units of f16 rounding of each other */
+    diff += fabs(gp_ref_load(aligned, c->dtype, i) - gp_ref_load(shifted, c->dtype, i)) > 4e-3;
+  ck_assert_msg(diff == 0, "%zu elements of the portable result differ from the sm_80 one", diff);
+  printf("  sm80 declines unaligned q: the portable kernels ran, same output\n");
+  gp_free(q1);
+  free(aligned), free(shifted);
+  kv_free(&r);
+}
+END_TEST
+
 /* One small case per kvcache table entry, naming the kernel (run by make check-dispatch). */
 START_TEST(test_every_kernel) {
   if (gp_backend() != GP_BACKEND_CPU) return;
   run_case(&cases[4], M_DEFAULT, 4);
   run_case(&cases[4], M_PORTABLE, 4);
+  run_case(&cases[6], M_SM80, 6); /* the sm80 entry */
 }
 END_TEST
 
@@ -364,12 +446,19 @@ START_TEST(test_deterministic_and_dense) {
   if (mode != M_DEFAULT && gp_backend() != GP_BACKEND_CPU) return;
   kvcase_t c = cases[5]; /* mixed lengths */
   c.snew = 0;            /* the cache stays the same between calls */
+  if (mode == M_SM80) c.dtype = GP_F16, c.d = 64; /* a case the sm_80 kernel takes */
   for (int splits = 1; splits <= 9; splits += 4) {
     c.splits = splits;
     kvrun_t r;
     kv_prepare(&r, &c, 100 + (uint64_t)splits);
     ck_assert_int_eq(kv_call(&r, mode), GP_SUCCESS);
     ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    if (gp_backend() == GP_BACKEND_CPU) {
+      char buf[96];
+      const char *want = expected_kernel(&r, &c, mode, buf, sizeof buf), *got = gp__last_kernel(GP__OP_ATTN_KVCACHE);
+      ck_assert_msg(got && strcmp(got, want) == 0, "%s: kernel %s, expected %s", mode_names[mode], got ? got : "(none)",
+                    want);
+    }
     void *first = malloc(r.nq * r.es), *second = malloc(r.nq * r.es);
     ck_assert_int_eq(gp_memcpy(first, r.dout, r.nq * r.es), GP_SUCCESS);
     ck_assert_int_eq(gp_memset(r.dout, 0, r.nq * r.es), GP_SUCCESS);
@@ -418,7 +507,7 @@ END_TEST
  * naming sequence 1, on every implementation, and the cache is untouched. With appends
  * the append kernel meets the fault first; without, the attention kernel does. */
 START_TEST(test_bad_table) {
-  const int mode = _i / 8, kind = _i % 4, append = _i / 4 % 2;
+  const int mode = _i / 8, kind = _i % 4, append = _i / 4 % 2; /* sm80: the no-append case is its kernel's */
   if (mode != M_DEFAULT && gp_backend() != GP_BACKEND_CPU) return;
   const kvcase_t *c = append ? &cases[4] : &cases[6]; /* 2 sequences, with and without appends */
   kvrun_t r;
@@ -562,13 +651,19 @@ static Suite *kvcache_suite(void) {
   tcase_set_timeout(tc, 240);
   tcase_add_loop_test(tc, test_warp64, 0, NCASES);
   suite_add_tcase(s, tc);
+  tc = tcase_create("sm80");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, test_sm80_takes);
+  tcase_add_test(tc, test_sm80_unaligned);
+  tcase_add_loop_test(tc, test_sm80, 0, NCASES);
+  suite_add_tcase(s, tc);
   tc = tcase_create("determinism");
   tcase_set_timeout(tc, 240);
-  tcase_add_loop_test(tc, test_deterministic_and_dense, M_DEFAULT, M_W64 + 1);
+  tcase_add_loop_test(tc, test_deterministic_and_dense, M_DEFAULT, M_SM80 + 1);
   suite_add_tcase(s, tc);
   tc = tcase_create("bad_table");
   tcase_set_timeout(tc, 120);
-  tcase_add_loop_test(tc, test_bad_table, 0, 3 * 8);
+  tcase_add_loop_test(tc, test_bad_table, 0, 4 * 8);
   suite_add_tcase(s, tc);
   tc = tcase_create("dispatch"); /* run by make check-dispatch */
   tcase_set_timeout(tc, 120);

@@ -1,13 +1,14 @@
 #!/bin/sh
 # facts.sh DIR - static facts of the sm_80 kernels (kernels/sm80/gemm_sm80.cu,
-# kernels/sm80/attention_fwd_sm80.cu, kernels/sm80/attention_bwd_sm80.cu), checked without a GPU from what the cuda build leaves in DIR
+# kernels/sm80/attention_fwd_sm80.cu, kernels/sm80/attention_bwd_sm80.cu,
+# kernels/sm80/attention_kvcache_sm80.cu), checked without a GPU from what the cuda build leaves in DIR
 # (build/cuda/kernels/sm80, see the Makefile): <file>.cu.o.ptxas, the ptxas report (-Xptxas -v),
 # and keep-<file>/<file>.compute_80.ptx, the PTX shipped in the fat binary.
 #
 # Prints one line per kernel and target: registers, static and dynamic shared memory,
 # stack frame, spill stores and loads. Fails (exit 1) when
 #   - a kernel spills or has a stack frame, for sm_80 or sm_90;
-#   - a kernel is missing (10 GEMM, 10 attention forward, 10 backward), or its PTX lacks
+#   - a kernel is missing (10 GEMM, 10 attention forward, 10 backward, 8 kvcache), or its PTX lacks
 #     the instructions it is written with: mma.sync.aligned.m16n8k16, ldmatrix and
 #     cp.async (the f32 GEMM: cp.async; the tf32 GEMM: mma.sync.aligned.m16n8k8 on tf32,
 #     cvt.rna.tf32.f32 and cp.async);
@@ -15,7 +16,8 @@
 #     cannot be had by shrinking tiles): GEMM 128 x 128 x 32, 4 stages, 256 threads; f32
 #     GEMM 128 x 128 x 8, 3 stages; tf32 GEMM 128 x 128 x 16, 4 stages; attention 128 query rows (8 warps) for head_dim <= 64
 #     and 64 (4 warps) above, key tiles of 64 (32 for head_dim 256); backward key blocks
-#     of 64 (32 for head_dim 256), query tiles of 32, 4 warps up to head_dim 64, else 8.
+#     of 64 (32 for head_dim 256), query tiles of 32, 4 warps up to head_dim 64, else 8;
+#     kvcache 64 rows (4 warps) and key tiles of 64, head_dim 32 to 128.
 # Environment: CC (default cc), to read the geometry macros.
 set -u
 DIR=${1:-build/cuda/kernels/sm80}
@@ -27,7 +29,7 @@ fail() {
   status=1
 }
 
-FILES="gemm_sm80 attention_fwd_sm80 attention_bwd_sm80"
+FILES="gemm_sm80 attention_fwd_sm80 attention_bwd_sm80 attention_kvcache_sm80"
 for f in $FILES; do
   if [ ! -f "$DIR/$f.cu.o.ptxas" ] || [ ! -f "$DIR/keep-$f/$f.compute_80.ptx" ]; then
     echo "sm80-facts: $DIR/$f.cu.o.ptxas or its PTX is missing (build with BACKEND=cuda first)" >&2
@@ -53,6 +55,9 @@ int main(void) {
   for (int i = 0; i < 5; i++)
     printf("shape attn%d %d %d %d\n", dims[i], GP__SM80_ATTN_BM(dims[i]), GP__SM80_ATTN_BN(dims[i]),
            GP__SM80_ATTN_THREADS(dims[i]));
+  for (int i = 0; i < 4; i++)
+    printf("shape kv%d %d %d %d\n", dims[i], GP__SM80_KV_BM(dims[i]), GP__SM80_KV_BN(dims[i]),
+           GP__SM80_KV_THREADS(dims[i]));
   for (int i = 0; i < 5; i++)
     printf("shape bwd%d %d %d %d\n", dims[i], GP__SM80_BWD_BN(dims[i]), GP__SM80_BWD_BMQ(dims[i]),
            GP__SM80_BWD_THREADS(dims[i]));
@@ -70,6 +75,10 @@ int main(void) {
     for (int i = 0; i < 5; i++)
       printf("dyn gp__attention_bwd_sm80_%s_d%d %d\n", t ? "bf16" : "f16", dims[i],
              GP__SM80_BWD_SMEM(dims[i]));
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < 4; i++)
+      printf("dyn gp__attention_kvcache_fwd_sm80_%s_d%d %d\n", t ? "bf16" : "f16", dims[i],
+             GP__SM80_KV_SMEM(dims[i]));
   return 0;
 }
 EOF
@@ -94,6 +103,10 @@ want_shape bwd64 "64 32 128"
 want_shape bwd96 "64 32 256"
 want_shape bwd128 "64 32 256"
 want_shape bwd256 "32 32 256"
+want_shape kv32 "64 64 128"
+want_shape kv64 "64 64 128"
+want_shape kv96 "64 64 128"
+want_shape kv128 "64 64 128"
 
 # ---- resources per kernel and target, from the ptxas reports ---------------------------
 for f in $FILES; do cat "$DIR/$f.cu.o.ptxas"; done | awk -v q="'" '
@@ -117,7 +130,7 @@ while read -r k a r sm st ss sl; do
 done < "$tmp/res.txt"
 for a in sm_80 sm_90; do
   n=$(awk -v a="$a" '$2 == a' "$tmp/res.txt" | wc -l)
-  [ "$n" -eq 30 ] || fail "$n kernels compiled for $a, expected 30 (10 GEMM, 20 attention)"
+  [ "$n" -eq 38 ] || fail "$n kernels compiled for $a, expected 38 (10 GEMM, 20 attention, 8 kvcache)"
 done
 
 # ---- instructions per kernel, from the compute_80 PTX ----------------------------------
@@ -138,13 +151,13 @@ while read -r k m l c t v; do
     gp__gemm_sm80_tf32)
       [ "$t" -gt 0 ] && [ "$v" -gt 0 ] && [ "$c" -gt 0 ] ||
         fail "$k: its PTX lacks mma.sync.aligned.m16n8k8 (tf32), cvt.rna.tf32.f32 or cp.async" ;;
-    gp__gemm_sm80_*|gp__attention_fwd_sm80_*|gp__attention_bwd_sm80_*)
+    gp__gemm_sm80_*|gp__attention_fwd_sm80_*|gp__attention_bwd_sm80_*|gp__attention_kvcache_fwd_sm80_*)
       [ "$m" -gt 0 ] && [ "$l" -gt 0 ] && [ "$c" -gt 0 ] ||
         fail "$k: its PTX lacks mma.sync.aligned.m16n8k16, ldmatrix or cp.async" ;;
   esac
 done < "$tmp/ptx.txt"
 n=$(wc -l < "$tmp/ptx.txt")
-[ "$n" -eq 30 ] || fail "$n kernels in the compute_80 PTX, expected 30"
+[ "$n" -eq 38 ] || fail "$n kernels in the compute_80 PTX, expected 38"
 
 if [ $status -eq 0 ]; then echo "sm80-facts: all facts hold"; fi
 exit $status

@@ -83,6 +83,17 @@
 /* Dynamic shared memory: Q [BM][D + 8], K and V [BN][D + 8], 2-byte elements. */
 #define GP__SM80_ATTN_SMEM(d) (2 * (GP__SM80_ATTN_BM(d) + 2 * GP__SM80_ATTN_BN(d)) * ((d) + 8))
 
+/* Attention over a paged KV cache (kernels/sm80/attention_kvcache_sm80.cu,
+ * gp__attention_kvcache_fwd_sm80_{f16,bf16}_d<D> for D = 32, 64, 96, 128; not 256, which
+ * spills): 4 warps of one 16-row tile each (64 rows of the packed GQA group), key tiles
+ * of 64 (one split unit, GP__ATTN_KV_SPLIT_KEYS); Q, K and V tiles in shared memory as
+ * the forward's. */
+#define GP__SM80_KV_WARPS(d) 4
+#define GP__SM80_KV_THREADS(d) (32 * GP__SM80_KV_WARPS(d))
+#define GP__SM80_KV_BM(d) (16 * GP__SM80_KV_WARPS(d))
+#define GP__SM80_KV_BN(d) 64
+#define GP__SM80_KV_SMEM(d) (2 * (GP__SM80_KV_BM(d) + 2 * GP__SM80_KV_BN(d)) * ((d) + 8))
+
 #define GP__SM80_BWD_BN(d) ((d) > 128 ? 32 : 64)   /* keys per key block */
 #define GP__SM80_BWD_KW(d) (GP__SM80_BWD_BN(d) / 16) /* warps along the keys, 16 each */
 #define GP__SM80_BWD_NDG(d) ((d) > 128 ? 4 : (d) > 64 ? 2 : 1) /* warps along dK/dV columns */
