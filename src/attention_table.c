@@ -22,9 +22,12 @@
  *   cuda  sm80      mma.sync split kernel between the portable append and combine kernels,
  *                   f16/bf16, head_dim 32, 64, 96, 128, 16-byte aligned rows
  *         portable  the dialect kernels (append, split, combine), every call
- *   hip   portable
+ *   hip   mfma      MFMA split kernel between the portable append and combine kernels,
+ *                   f16/bf16, head_dim 32, 64 and 128
+ *         portable
  *   cpu   host      the host implementation (GP_CPU_ATTENTION=host)
  *         sm80      (GP_CPU_ATTENTION=sm80 and sm90a)
+ *         mfma      (GP_CPU_ATTENTION=mfma)
  *         portable  (every mode but host)
  *
  *   backward: the same without sm90a (no sm_90a backward kernel); the sm80 entry runs its
@@ -68,6 +71,9 @@ static const gp__attn_kv_impl_t *const k_kv[] = {
 #endif
 #if defined(GP_BUILD_CUDA) || defined(GP_BUILD_CPU)
     &gp__attn_kv_impl_sm80,
+#endif
+#if defined(GP_BUILD_HIP) || defined(GP_BUILD_CPU)
+    &gp__attn_kv_impl_mfma,
 #endif
     &gp__attn_kv_impl_portable,
 };

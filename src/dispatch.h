@@ -198,7 +198,8 @@ typedef struct gp__attn_kv_impl {
 } gp__attn_kv_impl_t;
 
 /* The families' entries, each defined in its kernels/<family>/attention_<family>_host.c. */
-extern const gp__attn_kv_impl_t gp__attn_kv_impl_sm80, gp__attn_kv_impl_portable, gp__attn_kv_impl_host;
+extern const gp__attn_kv_impl_t gp__attn_kv_impl_sm80, gp__attn_kv_impl_mfma, gp__attn_kv_impl_portable,
+    gp__attn_kv_impl_host;
 extern const gp__attn_fwd_impl_t gp__attn_fwd_impl_sm90a, gp__attn_fwd_impl_sm80,
     gp__attn_fwd_impl_mfma, gp__attn_fwd_impl_portable, gp__attn_fwd_impl_host;
 extern const gp__attn_bwd_impl_t gp__attn_bwd_impl_sm80, gp__attn_bwd_impl_mfma,

@@ -13,7 +13,9 @@
  * in their pages, every other byte unchanged), and the kernel that ran. On the cpu
  * backend each case runs on the host implementation, the portable kernels on the SIMT
  * executor at warp width 32 and a width-64 build of them (as HIP runs them), and with
- * GP_CPU_ATTENTION=sm80 (the sm_80 kernel where it takes the case, else the portable ones).
+ * GP_CPU_ATTENTION=sm80 (the sm_80 kernel where it takes the case, else the portable ones)
+ * and GP_CPU_ATTENTION=mfma (the MFMA kernel at wave64 where it takes the case, else the
+ * portable ones).
  *
  * Also: the same call twice gives the same bits (split-KV is deterministic for a split
  * count); the paged result equals dense gp_attention_fwd on the same logical K/V; bad
@@ -48,9 +50,9 @@ static gp__attn_kv_kernels_t w64_kernels(void) {
 }
 #endif
 
-enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3 };
-static const char *const mode_names[] = {"host", "portable", "warp64", "sm80"};
-static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80};
+enum mode { M_DEFAULT = 0, M_PORTABLE = 1, M_W64 = 2, M_SM80 = 3, M_MFMA = 4 };
+static const char *const mode_names[] = {"host", "portable", "warp64", "sm80", "mfma"};
+static const int mode_cpu[] = {GP__CPU_HOST, GP__CPU_PORTABLE, GP__CPU_HOST, GP__CPU_SM80, GP__CPU_MFMA};
 
 static uint64_t g_seed;
 
@@ -81,6 +83,7 @@ static const kvcase_t cases[] = {
     {"f16 d256 p128 decode splits",         GP_F16,  1, 1,  2,  1, 256, 128, {513},                1, 1, NOWIN, 5, 1},
     {"prefill f16 gqa d64 p16 cross page",  GP_F16,  3, 40, 4,  2, 64,  16, {0, 23, 100},          40, 1, NOWIN, 2, 1},
     {"bf16 d128 p32 prefill window splits", GP_BF16, 2, 24, 8,  2, 128, 32, {70, 9},               24, 1, 40, 0, 3, 1},
+    {"prefill bf16 gqa6/2 d32 p16 2 tiles", GP_BF16, 2, 48, 6, 2, 32, 16, {20, 100},              48, 1, 50, 0, 2, 1},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -280,7 +283,8 @@ static int rows16(const void *x, int64_t bs, int64_t ss, int64_t hs) {
 
 /* The kernel a case runs in mode, from the documented rules (src/attention_table.c): the
  * sm_80 kernel takes f16/bf16 with head_dim 32, 64, 96 or 128 (not 256) and 16-byte
- * aligned rows of q and the caches; everything else runs the portable kernels. */
+ * aligned rows of q and the caches; the MFMA kernel takes f16/bf16 with head_dim 32, 64 or
+ * 128; everything else runs the portable kernels. */
 static const char *expected_kernel(const kvrun_t *r, const kvcase_t *c, int mode, char *buf, size_t len) {
   if (mode == M_DEFAULT) return "cpu-attention-kvcache";
   const gp_attention_kvcache_desc_t *d = &r->desc;
@@ -289,6 +293,11 @@ static const char *expected_kernel(const kvrun_t *r, const kvcase_t *c, int mode
       rows16(d->k_cache, c->page * c->hkv * c->d, c->hkv * c->d, c->d) &&
       rows16(d->v_cache, c->page * c->hkv * c->d, c->hkv * c->d, c->d)) {
     snprintf(buf, len, "gp__attention_kvcache_fwd_sm80_%s_d%lld", c->dtype == GP_BF16 ? "bf16" : "f16",
+             (long long)c->d);
+    return buf;
+  }
+  if (mode == M_MFMA && c->dtype != GP_F32 && (c->d == 32 || c->d == 64 || c->d == 128)) {
+    snprintf(buf, len, "gp__attention_kvcache_fwd_mfma_%s_d%lld", c->dtype == GP_BF16 ? "bf16" : "f16",
              (long long)c->d);
     return buf;
   }
@@ -430,12 +439,35 @@ START_TEST(test_sm80_unaligned) {
 }
 END_TEST
 
+START_TEST(test_mfma) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  run_case(&cases[_i], M_MFMA, (uint64_t)_i);
+}
+END_TEST
+
+/* The cases the MFMA kernel must take (so its mode tests it): decode gqa32/8 d128, the
+ * long mqa decode with splits, first prefill, prefill crossing pages, windows, two row
+ * tiles that split a query's group. */
+START_TEST(test_mfma_takes) {
+  static const int taken[] = {0, 1, 3, 4, 6, 9, 10, 11};
+  char buf[96];
+  for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+    kvrun_t r;
+    kv_prepare(&r, &cases[taken[i]], 600 + i);
+    ck_assert_msg(strstr(expected_kernel(&r, &cases[taken[i]], M_MFMA, buf, sizeof buf), "_mfma_") != NULL,
+                  "%s: not an MFMA case", cases[taken[i]].name);
+    kv_free(&r);
+  }
+}
+END_TEST
+
 /* One small case per kvcache table entry, naming the kernel (run by make check-dispatch). */
 START_TEST(test_every_kernel) {
   if (gp_backend() != GP_BACKEND_CPU) return;
   run_case(&cases[4], M_DEFAULT, 4);
   run_case(&cases[4], M_PORTABLE, 4);
   run_case(&cases[6], M_SM80, 6); /* the sm80 entry */
+  run_case(&cases[6], M_MFMA, 6); /* the mfma entry */
 }
 END_TEST
 
@@ -507,7 +539,7 @@ END_TEST
  * naming sequence 1, on every implementation, and the cache is untouched. With appends
  * the append kernel meets the fault first; without, the attention kernel does. */
 START_TEST(test_bad_table) {
-  const int mode = _i / 8, kind = _i % 4, append = _i / 4 % 2; /* sm80: the no-append case is its kernel's */
+  const int mode = _i / 8, kind = _i % 4, append = _i / 4 % 2; /* sm80, mfma: the no-append case is their kernel's */
   if (mode != M_DEFAULT && gp_backend() != GP_BACKEND_CPU) return;
   const kvcase_t *c = append ? &cases[4] : &cases[6]; /* 2 sequences, with and without appends */
   kvrun_t r;
@@ -657,13 +689,18 @@ static Suite *kvcache_suite(void) {
   tcase_add_test(tc, test_sm80_unaligned);
   tcase_add_loop_test(tc, test_sm80, 0, NCASES);
   suite_add_tcase(s, tc);
+  tc = tcase_create("mfma");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, test_mfma_takes);
+  tcase_add_loop_test(tc, test_mfma, 0, NCASES);
+  suite_add_tcase(s, tc);
   tc = tcase_create("determinism");
   tcase_set_timeout(tc, 240);
   tcase_add_loop_test(tc, test_deterministic_and_dense, M_DEFAULT, M_SM80 + 1);
   suite_add_tcase(s, tc);
   tc = tcase_create("bad_table");
   tcase_set_timeout(tc, 120);
-  tcase_add_loop_test(tc, test_bad_table, 0, 4 * 8);
+  tcase_add_loop_test(tc, test_bad_table, 0, 5 * 8);
   suite_add_tcase(s, tc);
   tc = tcase_create("dispatch"); /* run by make check-dispatch */
   tcase_set_timeout(tc, 120);

@@ -15,6 +15,9 @@
  * dv, summing a GQA group's query heads itself. Every gradient element is one sum in a
  * fixed order, so results are bitwise reproducible with or without `deterministic`, and
  * the rest of the workspace gp_attention_bwd_workspace_size() sizes is left unused.
+ *
+ * The kvcache entry (kernels/mfma/attention_kvcache_mfma.cu) runs its split kernel between
+ * the portable append and combine kernels, for f16/bf16 with head_dim 32, 64 or 128.
  */
 #include <stdio.h>
 
@@ -40,6 +43,12 @@ GP_KERNEL_DECLARE(gp__attention_bwd_mfma_bf16_dkv_d128);
 GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d32);
 GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d64);
 GP_KERNEL_DECLARE(gp__attention_bwd_mfma_f16_dkv_d128);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_mfma_bf16_d32);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_mfma_bf16_d64);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_mfma_bf16_d128);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_mfma_f16_d32);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_mfma_f16_d64);
+GP_KERNEL_DECLARE(gp__attention_kvcache_fwd_mfma_f16_d128);
 
 #define N_DIMS 3
 static const int k_dims[N_DIMS] = {32, 64, 128};
@@ -59,6 +68,11 @@ static const struct gp_kernel_s *const k_dkv[2][N_DIMS] = {
      GP_KERNEL_REF(gp__attention_bwd_mfma_f16_dkv_d128)},
     {GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d32), GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d64),
      GP_KERNEL_REF(gp__attention_bwd_mfma_bf16_dkv_d128)}};
+static const struct gp_kernel_s *const k_kv[2][N_DIMS] = {
+    {GP_KERNEL_REF(gp__attention_kvcache_fwd_mfma_f16_d32), GP_KERNEL_REF(gp__attention_kvcache_fwd_mfma_f16_d64),
+     GP_KERNEL_REF(gp__attention_kvcache_fwd_mfma_f16_d128)},
+    {GP_KERNEL_REF(gp__attention_kvcache_fwd_mfma_bf16_d32), GP_KERNEL_REF(gp__attention_kvcache_fwd_mfma_bf16_d64),
+     GP_KERNEL_REF(gp__attention_kvcache_fwd_mfma_bf16_d128)}};
 
 /* Whether the MFMA kernels take p (why says why not); *di: the head_dim's index. */
 static bool fits(const gp__attn_params_t *p, int *di, char *why, size_t why_len) {
@@ -153,5 +167,64 @@ static gp_status_t bwd_launch(gp_stream_t stream, const gp__attn_bwd_params_t *b
                    gp_dim3(plan->threads, 1, 1), plan->smem_dkv, stream, args);
 }
 
+/* ---- kvcache --------------------------------------------------------------------------- */
+
+/* The main kernel of a kvcache call (kernels/mfma/attention_kvcache_mfma.cu) between the
+ * portable append and combine kernels: f16/bf16 with head_dim 32, 64 or 128, at any
+ * element-aligned address (16-byte loads where the pointers and strides allow them). */
+static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, char *why, size_t why_len) {
+  int di = -1;
+  for (int i = 0; i < N_DIMS; i++)
+    if (p->head_dim == k_dims[i]) di = i;
+  if (p->dtype != GP_F16 && p->dtype != GP_BF16) {
+    snprintf(why, why_len, "f32 has no MFMA kernel");
+    return false;
+  }
+  if (di < 0) {
+    snprintf(why, why_len, "head_dim %lld has no MFMA kvcache kernel (32, 64, 128)", (long long)p->head_dim);
+    return false;
+  }
+  /* the portable append and combine kernels, and the grids of all three */
+  if (!gp__attn_kv_portable_plan(p, &gp__attn_kv_portable_kernels, plan, why, why_len)) return false;
+  const int d = k_dims[di];
+  const int64_t tiles = (p->seqlen_q * (p->heads_q / p->heads_kv) + GP__AMD_ATTN_BM - 1) / GP__AMD_ATTN_BM;
+  int64_t blocks;
+  if (__builtin_mul_overflow(tiles, p->heads_kv, &blocks) || __builtin_mul_overflow(blocks, p->nsplit, &blocks) ||
+      __builtin_mul_overflow(blocks, p->batch, &blocks) || blocks > (int64_t)INT32_MAX) {
+    snprintf(why, why_len, "%lld row tiles x %lld heads x %lld splits x %lld sequences exceed one grid dimension",
+             (long long)tiles, (long long)p->heads_kv, (long long)p->nsplit, (long long)p->batch);
+    return false;
+  }
+  plan->kernel = k_kv[p->dtype == GP_BF16][di];
+  plan->kernel_name = plan->kernel->name;
+  plan->blocks = (unsigned)blocks;
+  plan->threads = GP__AMD_ATTN_THREADS;
+  plan->smem = (size_t)gp__amd_attn_lds_bytes(d, d);
+  snprintf(plan->name, sizeof plan->name,
+           "%s%s%s (v_mfma_f32_32x32x8, wave64, %d rows x %d keys per step, %d waves, grid %u, %zu B LDS)%s%s",
+           plan->kernel_append ? plan->kernel_append->name : "", plan->kernel_append ? " + " : "",
+           plan->kernel->name, GP__AMD_ATTN_BM, GP__AMD_ATTN_BN, GP__AMD_ATTN_THREADS / 64, plan->blocks,
+           plan->smem, plan->kernel_combine ? " + " : "", plan->kernel_combine ? plan->kernel_combine->name : "");
+  return true;
+}
+
+/* The portable append kernel, the MFMA kernel, the portable combine kernel, in stream
+ * order. */
+static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
+  gp__attn_kv_params_t args_p = *p;
+  void *args[] = {&args_p};
+  if (plan->kernel_append)
+    GP__TRY(gp_launch(plan->kernel_append, gp_dim3(plan->blocks_append, 1, 1),
+                      gp_dim3((unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(plan->kernel_append)), 1, 1), 0,
+                      stream, args));
+  GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1), plan->smem, stream,
+                    args));
+  if (plan->kernel_combine)
+    GP__TRY(gp_launch(plan->kernel_combine, gp_dim3(plan->blocks_combine, 1, 1),
+                      gp_dim3(plan->threads_combine, 1, 1), 0, stream, args));
+  return GP_SUCCESS;
+}
+
+const gp__attn_kv_impl_t gp__attn_kv_impl_mfma = {"mfma", GP__FAMILY_MFMA, kv_supports, kv_launch};
 const gp__attn_fwd_impl_t gp__attn_fwd_impl_mfma = {"mfma", GP__FAMILY_MFMA, fwd_supports, fwd_launch};
 const gp__attn_bwd_impl_t gp__attn_bwd_impl_mfma = {"mfma", GP__FAMILY_MFMA, bwd_supports, bwd_launch};

@@ -4,7 +4,10 @@
 #   1. hipcc -Rpass-analysis=kernel-resource-usage: every kernel has ScratchSize 0 and
 #      no VGPR spills (SGPR spills go to VGPR lanes, not memory: reported, not fatal);
 #   2. the code object, unbundled from the object file and disassembled with llvm-objdump,
-#      has v_mfma instructions in every kernel.
+#      has v_mfma instructions in every kernel;
+#   3. every kernel is there, for every target: 28 (GEMM: 3; the probe: 1; attention
+#      forward: 6; backward: 12, dq and dkv; kvcache: 6, f16/bf16 x head_dim 32, 64, 128),
+#      each with its resource line and its v_mfma count.
 # Writes OUTDIR/resources.txt (one line per kernel and target: VGPRs, AGPRs, scratch,
 # occupancy, spills, LDS), OUTDIR/mfma.txt (v_mfma count per kernel and target) and the
 # raw remarks and disassembly; exits non-zero when either fact is lost.
@@ -74,6 +77,26 @@ for src in kernels/mfma/*.cu; do
       "$OUT/$base.$arch.dis" >> "$OUT/mfma.txt"
   done
 done
+
+# 3. Every kernel, for every target, in both lists.
+expected="gp__gemm_mfma_bf16 gp__gemm_mfma_f16 gp__gemm_mfma_f32 gp__probe_mfma"
+for t in bf16 f16; do
+  for d in 32 64 128; do
+    expected="$expected gp__attention_fwd_mfma_${t}_d$d gp__attention_bwd_mfma_${t}_dq_d$d"
+    expected="$expected gp__attention_bwd_mfma_${t}_dkv_d$d gp__attention_kvcache_fwd_mfma_${t}_d$d"
+  done
+done
+missing=""
+for arch in $HIP_ARCHS; do
+  for k in $expected; do
+    grep -q " $arch $k," "$OUT/resources.txt" && grep -q " $arch $k v_mfma=" "$OUT/mfma.txt" ||
+      missing="$missing $k ($arch)"
+  done
+done
+if [ -n "$missing" ]; then
+  echo "hip-kernel-check: kernels missing from the remarks or the disassembly (of $(echo $expected | wc -w) per target):$missing" >&2
+  status=1
+fi
 
 # Verdicts: every kernel without scratch or VGPR spills, every kernel with MFMA.
 bad_res=$(grep -v -E 'ScratchSize \[bytes/lane\]: 0,.*VGPRs Spill: 0(,|$)' "$OUT/resources.txt")
