@@ -106,6 +106,22 @@ typedef struct st_attn_case {
 bool st_attn_fwd(st_ctx_t *c, const st_attn_case_t *a);
 bool st_attn_bwd(st_ctx_t *c, const st_attn_case_t *a, bool deterministic);
 
+/* ---- attention over a paged KV cache (selftest_kvcache.c) --------------------------- */
+#define ST_KV_MAXB 6
+typedef struct st_kv_case {
+  gp_dtype_t dtype;
+  int64_t batch, sq, hq, hkv, d, page;
+  int32_t cached[ST_KV_MAXB]; /* cache_seqlens, batch of them */
+  int64_t snew;               /* tokens appended per sequence through k_new / v_new */
+  int causal;
+  int64_t wl, wr;
+  int splits;                 /* num_splits (0: gpuport's choice) */
+} st_kv_case_t;
+/* One gp_attention_fwd_kvcache call (shuffled block table, NaN in every unwritten slot,
+ * the append, the splits) against the float64 reference: o, lse, and both caches after
+ * the append byte for byte. */
+bool st_kv_fwd(st_ctx_t *c, const st_kv_case_t *k);
+
 /* ---- `selftest --hardware` and `selftest --kernels` --------------------------------- */
 int tool_selftest_hardware(int argc, char **argv); /* selftest_hardware.c */
 int tool_selftest_kernels(int argc, char **argv);  /* selftest_kernels.c */

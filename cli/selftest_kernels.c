@@ -5,15 +5,21 @@
  * apply), TF32, unaligned rows, an epilogue, a broadcast batch; attention forward and
  * backward per head_dim (32, 64, 96, 128, 256), causal with seqlen_q above and below
  * seqlen_k, GQA and MQA, sliding windows, varlen, deterministic, and the cases no
- * matrix-core kernel takes (f32, head_dim_v != head_dim). Each against the float64
- * reference with the element-wise bound (selftest_gemm.c, selftest_attention.c), one
- * line each:
+ * matrix-core kernel takes (f32, head_dim_v != head_dim); attention over a paged KV
+ * cache (gp_attention_fwd_kvcache: shuffled block table, NaN in every unwritten slot,
+ * appends through k_new / v_new; decode gqa32/8 d128 page 16 with cache lengths 1, 15,
+ * 16, 17, a 4097-token mqa decode in 4 splits, a prefill crossing pages in 2 splits, a
+ * window at page 32, and f32, which only the portable kernels take), o, lse and the
+ * cache after the append (bytes) checked. Each against the float64 reference with the
+ * element-wise bound and the relative norm (selftest_gemm.c, selftest_attention.c,
+ * selftest_kvcache.c), one line each:
  *
  *   PASS|FAIL  name  [mode]  kernels  summary  time_ms
  *
- * naming the kernels the library chose (kernel_name.c: op:name for gemm, fwd, bwd). In
- * a mode that names a kernel family, a case that family takes must have run one of its
- * kernels (a FAIL otherwise): the line proves which code was checked.
+ * naming the kernels the library chose (kernel_name.c: op:name for gemm, fwd, bwd,
+ * kvcache). In a mode that names a kernel family, a case that family takes must have
+ * run one of its kernels (a FAIL otherwise): the line proves which code was checked.
+ * For kvcache, sm_90a has no kernel of its own: its mode expects the sm_80 kernel.
  *
  * Modes. cpu backend: every emulation mode, each in a process of its own (the library
  * reads GP_CPU_GEMM once): host (OpenBLAS and the tiled host attention), portable,
@@ -33,7 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { K_GEMM, K_FWD, K_BWD };
+enum { K_GEMM, K_FWD, K_BWD, K_KV };
 
 typedef struct kcase {
   const char *name;
@@ -43,6 +49,7 @@ typedef struct kcase {
   st_gemm_case_t g;
   st_attn_case_t a;
   bool det; /* backward: deterministic */
+  st_kv_case_t kv; /* K_KV: the paged call */
 } kcase_t;
 
 #define ROW GP_ROW_MAJOR
@@ -54,9 +61,11 @@ typedef struct kcase {
  * k-steps of 64 and a partial one), leading dimensions rounded to 8 elements. */
 #define GEMM(nm, lay, ta, tb, in, out, beta, q)                                                           \
   {"gemm." nm, K_GEMM, q, in != GP_F32, {lay, ta, tb, 200, 136, 300, 0, in, out, 1.0f, beta, NOEPI, 1, false, \
-                                        ST_API_EX, true, false}, {0}, false}
-#define FWD(nm, q, ...) {"attention." nm, K_FWD, q, false, {0}, {__VA_ARGS__}, false}
-#define BWD(nm, q, det, ...) {"attention." nm, K_BWD, q, false, {0}, {__VA_ARGS__}, det}
+                                        ST_API_EX, true, false}, {0}, false, {0}}
+#define FWD(nm, q, ...) {"attention." nm, K_FWD, q, false, {0}, {__VA_ARGS__}, false, {0}}
+#define BWD(nm, q, det, ...) {"attention." nm, K_BWD, q, false, {0}, {__VA_ARGS__}, det, {0}}
+#define KV(nm, q, ...) {"kvcache." nm, K_KV, q, false, {0}, {0}, false, {__VA_ARGS__}}
+#define NOWIN -1, -1
 
 static const int32_t vq1[3] = {17, 64, 1}, vk1[3] = {40, 5, 33};
 static const int32_t vq2[2] = {50, 13}, vk2[2] = {50, 100};
@@ -85,18 +94,18 @@ static const kcase_t k_cases[] = {
     GEMM("bf16_f32_tt", ROW, T_, T_, GP_BF16, GP_F32, 0.0f, true),
     /* f32 with GP_COMPUTE_TF32: the tf32 mma.sync path; edges inside a 4-float chunk */
     {"gemm.tf32", K_GEMM, true, false,
-     {ROW, N_, T_, 141, 133, 83, 0, GP_F32, GP_F32, 1.0f, 0.0f, NOEPI, 1, false, ST_API_EX, true, true}, {0}, false},
+     {ROW, N_, T_, 141, 133, 83, 0, GP_F32, GP_F32, 1.0f, 0.0f, NOEPI, 1, false, ST_API_EX, true, true}, {0}, false, {0}},
     /* rows that allow no 16-byte copy: the sm_80 kernels' plain loads (TMA declines) */
     {"gemm.bf16_unaligned", K_GEMM, true, false,
      {ROW, N_, N_, 203, 141, 200, 3, GP_BF16, GP_BF16, 0.75f, 0.0f, NOEPI, 1, false, ST_API_GEMM, false, false},
-     {0}, false},
+     {0}, false, {0}},
     {"gemm.bf16_epilogue_gelu", K_GEMM, false, true,
      {COL, T_, N_, 130, 136, 200, 0, GP_BF16, GP_BF16, 1.0f, 0.0f, GP_EPILOGUE_BIAS_GELU_TANH, GP_F32, 1, false,
       ST_API_EX, true, false},
-     {0}, false},
+     {0}, false, {0}},
     {"gemm.f16_batched_broadcast", K_GEMM, false, true,
      {ROW, N_, N_, 70, 24, 80, 0, GP_F16, GP_F32, 1.0f, 0.25f, NOEPI, 3, true, ST_API_BATCHED, true, false},
-     {0}, false},
+     {0}, false, {0}},
     /*   name                          quick dtype    b  sq   sk  hq hkv  d   dv c  wl  wr scale lse lens */
     FWD("fwd_f16_d32_causal_sq_gt_sk", false, GP_F16, 2, 64, 33, 2, 1, 32, 0, 1, -1, -1, 0.0f, true, NULL, NULL),
     FWD("fwd_f16_d64_gqa_causal", true, GP_F16, 2, 113, 203, 4, 2, 64, 0, 1, -1, -1, 0.0f, true, NULL, NULL),
@@ -120,6 +129,13 @@ static const kcase_t k_cases[] = {
     BWD("bwd_bf16_d128_deterministic", false, true, GP_BF16, 1, 70, 90, 4, 1, 128, 0, 0, -1, -1, 0.3f, true, NULL,
         NULL),
     BWD("bwd_f32_d64_window", false, false, GP_F32, 1, 48, 80, 4, 4, 64, 0, 1, 16, -1, 0.3f, true, NULL, NULL),
+    /* paged KV cache (gp_attention_fwd_kvcache), as test_attention_kvcache.c builds it */
+    /*  name                          quick dtype    b  sq hq hkv  d  page cache_seqlens       new c window splits */
+    KV("decode_f16_gqa_d128_p16_append", true, GP_F16, 4, 1, 32, 8, 128, 16, {1, 15, 16, 17}, 1, 1, NOWIN, 0),
+    KV("decode_bf16_mqa_d64_long_4splits", false, GP_BF16, 2, 1, 8, 1, 64, 16, {4097, 33}, 0, 1, NOWIN, 4),
+    KV("prefill_f16_d64_p16_cross_page_2splits", true, GP_F16, 3, 40, 4, 2, 64, 16, {0, 23, 100}, 40, 1, NOWIN, 2),
+    KV("bf16_d128_p32_window", false, GP_BF16, 2, 24, 8, 2, 128, 32, {70, 9}, 24, 1, 40, 0, 3),
+    KV("f32_d96_p64_mixed_7splits", false, GP_F32, 4, 1, 2, 2, 96, 64, {1, 700, 63, 64}, 1, 1, NOWIN, 7),
 };
 #define N_CASES ((int)(sizeof k_cases / sizeof k_cases[0]))
 
@@ -156,6 +172,20 @@ static const char *expected(const char *fam, const char *op, const kcase_t *k) {
     if (!strcmp(fam, "mfma")) return "_mfma_";
     if (!strcmp(fam, "sm90a") && half && k->tma) return "_sm90a_";
     return "_sm80_"; /* the sm_80 kernels take every GEMM, and what sm_90a declines */
+  }
+  if (!strcmp(op, "kvcache")) {
+    /* the sm_80 kernel takes f16/bf16 with head_dim 32, 64, 96 or 128 and 16-byte aligned
+     * rows (default strides: head_dim a multiple of 8); the MFMA kernel f16/bf16 with
+     * head_dim 32, 64 or 128; sm_90a has no kvcache kernel (its mode runs sm_80's); the
+     * portable kernels take everything (src/attention_table.c) */
+    const st_kv_case_t *kv = &k->kv;
+    const bool half = kv->dtype == GP_F16 || kv->dtype == GP_BF16;
+    const bool sm80 = half && (kv->d == 32 || kv->d == 64 || kv->d == 96 || kv->d == 128) && kv->d % 8 == 0;
+    const bool mfma = half && (kv->d == 32 || kv->d == 64 || kv->d == 128);
+    const char *portable = "gp__attention_kvcache_fwd_portable";
+    if (!strcmp(fam, "portable")) return portable;
+    if (!strcmp(fam, "mfma")) return mfma ? "gp__attention_kvcache_fwd_mfma_" : portable;
+    return sm80 ? "gp__attention_kvcache_fwd_sm80_" : portable;
   }
   const st_attn_case_t *a = &k->a;
   const int64_t d = a->d, dv = a->dv ? a->dv : a->d;
@@ -245,6 +275,7 @@ static int run_mode(const kopts_t *o, const kmode_t *m) {
     const double t0 = tool_now_ms();
     if (k->kind == K_GEMM) st_gemm_run(&c, &k->g, 0);
     else if (k->kind == K_FWD) st_attn_fwd(&c, &k->a);
+    else if (k->kind == K_KV) st_kv_fwd(&c, &k->kv);
     else st_attn_bwd(&c, &k->a, k->det);
     const double ms = tool_now_ms() - t0;
     tool_kname_take(kern, sizeof kern);

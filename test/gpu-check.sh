@@ -56,6 +56,9 @@ for mode, ran in k["kernels_by_mode"].items():
 assert any("_sm90a_" in n for n in k["kernels_by_mode"]["sm90a"]), k["kernels_by_mode"]["sm90a"]
 assert any("_sm80_" in n for n in k["kernels_by_mode"]["sm80"])
 assert any("mfma" in n for n in k["kernels_by_mode"]["mfma"])
+# the paged kernels are checked against float64 in every family's mode
+for mode, frag in (("sm80", "_sm80_"), ("sm90a", "_sm80_"), ("mfma", "_mfma_"), ("portable", "_portable")):
+    assert any(n.startswith("kvcache:") and frag in n for n in k["kernels_by_mode"][mode]), (mode, k["kernels_by_mode"][mode])
 assert steps["bench-gemm"]["kernels"] and steps["bench-attention"]["kernels"], "bench kernels"
 assert "pytorch" in steps["bench-attention"]["figures"] or steps["bench-attention"]["figures"]["rows"]
 pg = steps["bench-paged"]

@@ -3,7 +3,8 @@
  * passes; for every check, GP_SELFTEST_INJECT=<check> makes exactly that check FAIL and
  * the program exit non-zero (so each check provably can fail); `--seed N` replays the
  * same data; bad commands exit 2; `selftest --hardware` passes and each of its probes
- * can fail; `selftest --kernels` names the kernel each check ran.
+ * can fail; `selftest --kernels` names the kernel each check ran, and its paged-KV-cache
+ * checks of --quick fail when injected.
  *
  * The program is found through GP_TOOL, else as bin/gpuport-<backend> relative to this
  * test binary (build/<backend>[-san]/test/test_selftest -> ../../../bin/). When it is
@@ -232,6 +233,8 @@ START_TEST(kernels_name_the_kernel) {
   snprintf(args, sizeof args, "selftest --kernels --quick --seed 7 --mode %s", mode);
   int rc = run(NULL, args, &out);
   ck_assert_msg(rc == 0, "%s exited %d:\n%s", args, rc, out);
+  char quick[128][64];
+  const int n_quick = check_names(out, quick, 128);
   const char *l = line_of(out, "kernels.gemm.bf16_nn");
   ck_assert_msg(l != NULL, "no line for kernels.gemm.bf16_nn:\n%s", out);
   ck_assert_msg(strstr(l, "gemm:gp__gemm_") != NULL, "the line names no GEMM kernel: %.300s", l);
@@ -240,8 +243,27 @@ START_TEST(kernels_name_the_kernel) {
     l = line_of(out, "kernels.attention.bwd_bf16_d128_gqa_causal");
     ck_assert_msg(l && strstr(l, "fwd:gp__attention_fwd_sm90a_bf16_d128") && strstr(l, "bwd:gp__attention_bwd_sm80_"),
                   "attention kernels not named: %.300s", l ? l : out);
+    /* sm_90a has no paged kernel: its mode checks the sm_80 one */
+    l = line_of(out, "kernels.kvcache.decode_f16_gqa_d128_p16_append");
+    ck_assert_msg(l && !strncmp(l, "PASS  ", 6) && strstr(l, "kvcache:gp__attention_kvcache_fwd_sm80_f16_d128"),
+                  "kvcache kernel not named: %.300s", l ? l : out);
   }
   free(out);
+  /* the paged checks of --quick (each names its kernel) fail when injected */
+  int n_kv = 0;
+  for (int i = 0; i < n_quick; i++) {
+    if (strncmp(quick[i], "kernels.kvcache.", 16)) continue;
+    n_kv++;
+    char env[128];
+    snprintf(env, sizeof env, "GP_SELFTEST_INJECT=%.63s", quick[i]);
+    snprintf(args, sizeof args, "selftest --kernels --quick --seed 7 --mode %s --check %.63s", mode, quick[i] + 8);
+    rc = run(env, args, &out);
+    l = line_of(out, quick[i]);
+    ck_assert_msg(rc == 1 && l && !strncmp(l, "FAIL  ", 6) && strstr(l, "kvcache:gp__") &&
+                  strstr(l, "GP_SELFTEST_INJECT"), "%s injected: exit %d:\n%s", quick[i], rc, out);
+    free(out);
+  }
+  ck_assert_msg(n_kv >= 2, "--quick runs %d paged checks", n_kv);
   snprintf(args, sizeof args, "selftest --kernels --quick --seed 7 --mode %s --check gemm.bf16_nn", mode);
   rc = run("GP_SELFTEST_INJECT=kernels.gemm.bf16_nn", args, &out);
   l = line_of(out, "kernels.gemm.bf16_nn");
