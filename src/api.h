@@ -33,6 +33,16 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent);
 
+/* Kernel work (gp_launch, gp_launch_ex, GEMM, attention) goes into a stream of the current
+ * device: a launch into a stream of another device fails with cudaErrorInvalidResourceHandle
+ * (CUDA C++ Programming Guide, "Multi-Device System", "Stream and Event Behavior":
+ * "A kernel launch will fail if it is issued to a stream that is not associated to the
+ * current device"). GP_ERROR_INVALID_HANDLE naming 'stream' otherwise. stream is
+ * resolved (gp__stream_resolve). Copies, sets, host functions and event waits may use a
+ * stream of another device, as in CUDA. Where the backend leaves the rule to the native
+ * runtime (gp__be_stream_device: -1), it passes. */
+gp_status_t gp__api_check_launch_stream(const char *func, gp_stream_t stream);
+
 /* GP_SUCCESS when ptr is a multiple of align bytes (the size of the elements it holds,
  * named by what: "f16", "int32"); GP_ERROR_INVALID_VALUE naming argument `arg` otherwise.
  * A GPU loads and stores an element of 1, 2, 4, 8 or 16 bytes in one instruction only at

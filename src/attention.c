@@ -293,6 +293,7 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(check_ranges(func, &p));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
+  GP__TRY(gp__api_check_launch_stream(func, s));
 
   (void)s; /* checked here for every family; each launch resolves it again */
   gp__dispatch_t dsp;
@@ -443,6 +444,7 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(check_bwd_args(func, &bp.f, d_o, dq, dk, dv, workspace, workspace_bytes, &w));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
+  GP__TRY(gp__api_check_launch_stream(func, s));
 
   char *ws = (char *)workspace;
   bp.d_o = d_o, bp.dq = dq, bp.dk = dk, bp.dv = dv;

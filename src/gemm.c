@@ -198,10 +198,10 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     if (has_bias) GP__TRY(gp__api_check_range(func, "bias", d->bias, (size_t)d->n * gp_dtype_size(d->bias_type)));
   }
 
-  /* The stream is checked here, for every family (gp_launch would check it too). */
+  /* The stream is checked here, for every family (gp_launch would check it too); that
+   * it is a stream of the current device, before any work (a GPU's GEMM is a kernel). */
   GP__STREAM_REF gp_stream_t resolved = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &resolved));
-  (void)resolved;
 
   if (empty) {
     GP__INFO(GP__SUB_GEMM, "%s: m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64
@@ -243,6 +243,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     p.bias_along_m = 0;
   }
 
+  GP__TRY(gp__api_check_launch_stream(func, resolved));
   gp__dispatch_t dsp;
   char declined[512];
   GP__TRY(gp__dispatch_begin(&dsp, GP__OP_GEMM, func, declined, sizeof declined));

@@ -281,6 +281,11 @@ gp_status_t gp__be_stream_query(gp_stream_t stream);
 gp_status_t gp__be_stream_wait_event(gp_stream_t stream, gp_event_t event);
 gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
 void *gp__be_stream_native(gp_stream_t stream);
+/* The device a checked stream belongs to (the current device for the default streams),
+ * or -1 where the backend leaves the device rules to the native runtime: the GPU
+ * backends, where CUDA and HIP refuse with their own codes (src/gpu/errors.c maps them),
+ * and a wrapped native stream's device is the native runtime's to know. */
+int gp__be_stream_device(gp_stream_t stream);
 gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native);
 
 gp_status_t gp__be_event_create(gp_event_t *event, unsigned flags);
@@ -290,6 +295,8 @@ gp_status_t gp__be_event_synchronize(gp_event_t event);
 gp_status_t gp__be_event_query(gp_event_t event);
 gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end);
 void *gp__be_event_native(gp_event_t event);
+/* The device a checked event was created on, or -1 as gp__be_stream_device. */
+int gp__be_event_device(gp_event_t event);
 gp_status_t gp__be_event_wrap(gp_event_t *event, void *native);
 
 /* Launch of a checked configuration (grid/block/shared already within limits). */
