@@ -26,10 +26,13 @@ gp_status_t gp__api_check_device(const char *func, const char *arg, int dev);
  * them on every gp_launch, and the backend query may be a driver round trip. */
 gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **props);
 
-/* Checks that [ptr, ptr + extent) does not wrap around the address space (any memory)
- * and does not run past the end of the registered allocation containing ptr (the
- * length of unregistered memory is not known: it may be native or plain host memory).
- * GP_ERROR_INVALID_VALUE naming `arg` otherwise. */
+/* Checks that [ptr, ptr + extent) does not wrap around the address space (any memory),
+ * does not run past the end of the registered allocation containing ptr (the length of
+ * unregistered memory is not known: it may be native or plain host memory), and that ptr
+ * is not in device memory already freed (gp__be_pointer_freed: cudaMemcpy refuses a
+ * pointer that is no longer a device allocation with cudaErrorInvalidValue).
+ * GP_ERROR_INVALID_VALUE naming `arg` otherwise. For what may be host memory: either
+ * side of a copy. */
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent);
 

@@ -39,6 +39,12 @@ static gp_status_t not_ours(const char *func, const void *ptr) {
                      "with %s",
                      ptr, native);
   }
+  gp__alloc_info_t freed;
+  if (gp__be_pointer_freed(ptr, &freed))
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' (%p) points into device memory that was already freed (%zu bytes "
+                     "at %p of device %d)",
+                     ptr, freed.bytes, freed.base, freed.device);
   return gp__error(GP_ERROR_INVALID_VALUE, func,
                    "'ptr' (%p) was not allocated by gpuport, or was already freed", ptr);
 }

@@ -265,6 +265,12 @@ gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream);
 /* Native allocations the registry does not know (cudaMalloc'd memory): fills attr and
  * returns true when the native runtime recognises ptr. CPU: always false. */
 bool gp__be_pointer_native(const void *ptr, gp_pointer_attributes_t *attr);
+/* Device or managed memory released by gp_free / gp_free_async (or a device reset) that
+ * the backend still holds back, so its addresses cannot belong to anything else yet:
+ * true, with the freed allocation in *info, when ptr lies in one. The cpu backend keeps
+ * the latest releases so (src/cpu/runtime.c, "freed device memory"); the GPU backends
+ * answer false: there the native runtime refuses a freed device pointer itself. */
+bool gp__be_pointer_freed(const void *ptr, gp__alloc_info_t *info);
 gp_status_t gp__be_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
                                    size_t width, size_t height, gp_stream_t stream, bool sync);
 gp_status_t gp__be_memcpy_peer_async(void *dst, int dst_dev, const void *src, int src_dev,

@@ -391,6 +391,46 @@ START_TEST(memset_family) {
 }
 END_TEST
 
+/* ---- what a GPU refuses, the cpu backend refuses too ----------------------------------------- */
+
+/* A copy or set into or from freed device memory fails (cudaMemcpy: cudaErrorInvalidValue for
+ * a pointer that is no longer a device allocation), naming the argument: the cpu backend holds
+ * the latest freed allocations back, so their addresses cannot be plain host memory yet. The
+ * same after a stream-ordered free, and for an interior pointer; a second free says it was
+ * freed. Plain host memory stays a valid side of a copy. */
+START_TEST(freed_device_memory_refused) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(!is_cpu(), "the GPU backends leave a freed device pointer to the native runtime");
+  char *p = NULL, *q = NULL, host[256];
+  memset(host, 7, sizeof host);
+  OK(gp_malloc((void **)&p, sizeof host));
+  OK(gp_memcpy(p, host, sizeof host));
+  OK(gp_free(p));
+  FAILS(gp_memcpy(p, host, sizeof host), GP_ERROR_INVALID_VALUE, "'dst'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "freed"));
+  FAILS(gp_memcpy(host, p + 16, 16), GP_ERROR_INVALID_VALUE, "'src'");
+  FAILS(gp_memcpy_async(p + 8, host, 8, NULL), GP_ERROR_INVALID_VALUE, "'dst'");
+  FAILS(gp_memcpy_2d(p, 16, host, 16, 16, 4), GP_ERROR_INVALID_VALUE, "'dst'");
+  FAILS(gp_memset(p, 0, sizeof host), GP_ERROR_INVALID_VALUE, "'ptr'");
+  FAILS(gp_memset_d32_async(p, 0, 4, NULL), GP_ERROR_INVALID_VALUE, "'ptr'");
+  FAILS(gp_free(p), GP_ERROR_INVALID_VALUE, "'ptr'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "already freed"));
+  /* A stream-ordered free: refused once the call has returned. */
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp_malloc_async((void **)&q, 64, s));
+  OK(gp_free_async(q, s));
+  OK(gp_stream_synchronize(s));
+  FAILS(gp_memcpy_async(q, host, 64, s), GP_ERROR_INVALID_VALUE, "'dst'");
+  OK(gp_stream_destroy(s));
+  /* Host memory is either side of a copy, as with cudaMemcpyDefault. */
+  char other[256];
+  OK(gp_memcpy(other, host, sizeof host));
+  ck_assert_int_eq(memcmp(other, host, sizeof host), 0);
+  still_usable();
+}
+END_TEST
+
 /* ---- pointer attributes ------------------------------------------------------------------ */
 
 START_TEST(pointer_attributes) {
@@ -493,6 +533,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, memset_family);
   tcase_add_test(tc, pointer_attributes);
   tcase_add_test(tc, threads_alloc_free);
+  tcase_add_test(tc, freed_device_memory_refused);
   suite_add_tcase(s, tc);
   return s;
 }
