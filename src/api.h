@@ -36,6 +36,15 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent);
 
+/* gp__api_check_range for memory a device reads or writes (kernels, GEMM, attention,
+ * collectives, memset, peer copies): where the registry knows every device-accessible
+ * byte (GP__REGISTRY_COMPLETE: the cpu backend), memory it does not know (plain malloc,
+ * the stack) is also refused, GP_ERROR_INVALID_VALUE naming `arg` and saying that it is
+ * not device-accessible memory: a GPU faults on it (cudaErrorIllegalAddress, sticky) or,
+ * for cudaMemset and cudaMemcpyPeer, refuses it with cudaErrorInvalidValue. */
+gp_status_t gp__api_check_device_range(const char *func, const char *arg, const void *ptr,
+                                       size_t extent);
+
 /* Kernel work (gp_launch, gp_launch_ex, GEMM, attention) goes into a stream of the current
  * device: a launch into a stream of another device fails with cudaErrorInvalidResourceHandle
  * (CUDA C++ Programming Guide, "Multi-Device System", "Stream and Event Behavior":

@@ -124,6 +124,19 @@ gp_status_t gp__api_check_range(const char *func, const char *arg, const void *p
   return check_range(func, arg, ptr, extent, &known);
 }
 
+gp_status_t gp__api_check_device_range(const char *func, const char *arg, const void *ptr,
+                                       size_t extent) {
+  bool known;
+  GP__TRY(check_range(func, arg, ptr, extent, &known));
+  if (!GP__REGISTRY_COMPLETE || extent == 0 || known) return GP_SUCCESS;
+  return gp__error(GP_ERROR_INVALID_VALUE, func,
+                   "'%s' (%p) is not device-accessible memory: gpuport neither allocated nor "
+                   "registered it (gp_malloc, gp_malloc_async, gp_malloc_managed, "
+                   "gp_malloc_host, gp_host_register), so it is plain host memory, on which "
+                   "a GPU faults",
+                   arg, ptr);
+}
+
 void gp__api_copy_fields(void *dst, const void *src, size_t struct_size, const size_t *ends,
                          size_t n_ends) {
   size_t end = sizeof(size_t);

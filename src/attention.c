@@ -206,8 +206,17 @@ static gp_status_t check_tensors(const char *func, const gp__attn_params_t *p,
     if (!extent_bytes(p->batch, t[i].seq, t[i].heads, t[i].dim, t[i].bs, t[i].ss, t[i].hs, es, &bytes))
       return gp__error(GP_ERROR_INVALID_VALUE, func, "the extent of %s overflows the address space",
                        t[i].name);
-    GP__TRY(gp__api_check_range(func, t[i].name, t[i].ptr, bytes));
+    GP__TRY(gp__api_check_device_range(func, t[i].name, t[i].ptr, bytes));
   }
+  return GP_SUCCESS;
+}
+
+/* Varlen: the packed tensors' lengths live in device memory, so only their first
+ * element is checked here (device-accessible, not freed). */
+static gp_status_t check_packed_starts(const char *func, const gp__attn_params_t *p,
+                                       const tensor_ref_t *t, int n) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  for (int i = 0; i < n; i++) GP__TRY(gp__api_check_device_range(func, t[i].name, t[i].ptr, es));
   return GP_SUCCESS;
 }
 
@@ -261,8 +270,13 @@ static void varlen_fwd_tokens(gp__attn_params_t *p) {
 static gp_status_t check_ranges(const char *func, gp__attn_params_t *p) {
   size_t bytes;
   if (p->cu_q) {
-    GP__TRY(gp__api_check_range(func, "desc->cu_seqlens_q", p->cu_q, (size_t)(p->batch + 1) * sizeof(int32_t)));
-    GP__TRY(gp__api_check_range(func, "desc->cu_seqlens_k", p->cu_k, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    GP__TRY(gp__api_check_device_range(func, "desc->cu_seqlens_q", p->cu_q, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    GP__TRY(gp__api_check_device_range(func, "desc->cu_seqlens_k", p->cu_k, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    const tensor_ref_t t[] = {
+        {.name = "desc->q", .ptr = p->q}, {.name = "desc->k", .ptr = p->k},
+        {.name = "desc->v", .ptr = p->v}, {.name = "desc->o", .ptr = p->o}};
+    GP__TRY(check_packed_starts(func, p, t, 4));
+    if (p->lse) GP__TRY(gp__api_check_device_range(func, "desc->lse", p->lse, sizeof(float)));
     varlen_fwd_tokens(p);
     return GP_SUCCESS;
   }
@@ -277,7 +291,7 @@ static gp_status_t check_ranges(const char *func, gp__attn_params_t *p) {
     if (!extent_bytes(p->batch, p->heads_q, 1, p->seqlen_q, p->heads_q * p->seqlen_q, p->seqlen_q,
                       0, sizeof(float), &bytes))
       return gp__error(GP_ERROR_INVALID_VALUE, func, "the extent of desc->lse overflows the address space");
-    GP__TRY(gp__api_check_range(func, "desc->lse", p->lse, bytes));
+    GP__TRY(gp__api_check_device_range(func, "desc->lse", p->lse, bytes));
   }
   return GP_SUCCESS;
 }
@@ -414,7 +428,7 @@ static gp_status_t check_bwd_args(const char *func, gp__attn_params_t *p, const 
   if ((uintptr_t)workspace % 16 != 0)
     return ATTN_ERR(GP_ERROR_INVALID_VALUE, "'workspace' (%p) is not 16-byte aligned", workspace);
   GP__TRY(check_ranges(func, p));
-  GP__TRY(gp__api_check_range(func, "workspace", workspace, w->bytes));
+  GP__TRY(gp__api_check_device_range(func, "workspace", workspace, w->bytes));
   const tensor_ref_t t[] = {
       {"d_o", d_o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
       {"dq", dq, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
@@ -422,6 +436,7 @@ static gp_status_t check_bwd_args(const char *func, gp__attn_params_t *p, const 
       {"dv", dv, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
   };
   if (p->cu_q) { /* the gradients bound the sequences as the inputs do */
+    GP__TRY(check_packed_starts(func, p, t, 4));
     varlen_tokens(p, t, 2, &p->tokens_q);
     varlen_tokens(p, t + 2, 2, &p->tokens_k);
     return GP_SUCCESS;

@@ -107,6 +107,14 @@ typedef struct gp__alloc_info {
   int device;
 } gp__alloc_info_t;
 
+/* Whether the registry knows every byte a kernel may touch: true on the cpu backend,
+ * whose only device memory is what gpuport allocated or registered; false on the GPU
+ * backends, where other libraries allocate device memory gpuport never sees (cudaMalloc
+ * by PyTorch) and HMM or ATS let kernels use plain host memory. Where it is true, memory
+ * the registry does not know is refused wherever a GPU needs device-accessible memory
+ * (gp__api_check_device_range, src/api.h). */
+#define GP__REGISTRY_COMPLETE (GP__BACKEND == GP_BACKEND_CPU)
+
 gp_status_t gp__alloc_register(void *base, size_t bytes, gp__alloc_kind_t kind, int device);
 /* Removes the entry whose base is exactly ptr; GP_ERROR_NOT_FOUND when absent. */
 gp_status_t gp__alloc_unregister(void *base, gp__alloc_info_t *removed);

@@ -431,6 +431,41 @@ START_TEST(freed_device_memory_refused) {
 }
 END_TEST
 
+/* Memory gpuport neither allocated nor registered (malloc, the stack) is not device memory: a
+ * set or a peer copy of it fails (cudaMemset, cudaMemcpyPeer: cudaErrorInvalidValue), naming
+ * the argument and saying so. Pinned, managed and registered host memory are device-accessible. */
+START_TEST(host_memory_is_not_device_memory) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(!is_cpu(), "only the cpu backend knows every device-accessible byte (HMM and ATS make "
+                     "host memory device-accessible on some GPU systems)");
+  char *m = malloc(256), *d = NULL, *h = NULL, *mg = NULL;
+  ck_assert_ptr_nonnull(m);
+  FAILS(gp_memset(m, 0, 256), GP_ERROR_INVALID_VALUE, "'ptr'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "not device-accessible"));
+  FAILS(gp_memset_async(m, 0, 256, NULL), GP_ERROR_INVALID_VALUE, "'ptr'");
+  FAILS(gp_memset_d32(m, 0, 64), GP_ERROR_INVALID_VALUE, "'ptr'");
+  OK(gp_malloc((void **)&d, 256));
+  FAILS(gp_memcpy_peer(m, 0, d, 0, 256), GP_ERROR_INVALID_VALUE, "'dst'");
+  FAILS(gp_memcpy_peer(d, 0, m, 0, 256), GP_ERROR_INVALID_VALUE, "'src'");
+  OK(gp_memcpy(d, m, 256)); /* host to device */
+  OK(gp_memcpy(m, d, 256));
+  OK(gp_malloc_host((void **)&h, 256));
+  OK(gp_malloc_managed((void **)&mg, 256));
+  OK(gp_memset(h, 1, 256));
+  OK(gp_memset(mg, 2, 256));
+  OK(gp_host_register(m, 256));
+  OK(gp_memset(m, 3, 256));
+  OK(gp_memcpy_peer(m, 0, d, 0, 256));
+  OK(gp_host_unregister(m));
+  FAILS(gp_memset(m, 0, 256), GP_ERROR_INVALID_VALUE, "'ptr'");
+  OK(gp_free(d));
+  OK(gp_free_host(h));
+  OK(gp_free(mg));
+  free(m);
+  still_usable();
+}
+END_TEST
+
 /* ---- pointer attributes ------------------------------------------------------------------ */
 
 START_TEST(pointer_attributes) {
@@ -534,6 +569,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, pointer_attributes);
   tcase_add_test(tc, threads_alloc_free);
   tcase_add_test(tc, freed_device_memory_refused);
+  tcase_add_test(tc, host_memory_is_not_device_memory);
   suite_add_tcase(s, tc);
   return s;
 }
