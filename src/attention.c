@@ -444,6 +444,98 @@ static gp_status_t check_bwd_args(const char *func, gp__attn_params_t *p, const 
   return check_tensors(func, p, t, 4);
 }
 
+/* ---- what the backward writes must not overlap anything it touches ------------------------ */
+
+/* One region the backward reads or writes: a [batch, seq, heads, dim] tensor (its layout
+ * set), or a dense array (lse, the workspace, the varlen offsets). */
+typedef struct region {
+  const char *name;
+  uintptr_t at;
+  size_t bytes;       /* first to one past the last byte; 0 where not known (varlen) */
+  bool dense;         /* every byte of [at, at + bytes) belongs to it */
+  bool written;       /* the gradients and the workspace */
+  bool tensor;        /* the layout below is set */
+  int64_t bs, ss, hs, heads, dim;
+} region_t;
+
+static region_t tensor_region(const gp__attn_params_t *p, const tensor_ref_t *t, bool written) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  region_t r = {t->name, (uintptr_t)t->ptr, 0, false, written, true, t->bs, t->ss, t->hs, t->heads, t->dim};
+  size_t bytes;
+  /* Varlen: the tokens live in device memory, so a tensor's end is not known here. */
+  if (!p->cu_q && extent_bytes(p->batch, t->seq, t->heads, t->dim, t->bs, t->ss, t->hs, es, &bytes)) {
+    int64_t numel;
+    r.bytes = bytes;
+    r.dense = mul_ok(p->batch, t->seq, &numel) && mul_ok(numel, t->heads, &numel) &&
+              mul_ok(numel, t->dim, &numel) && bytes / es == (size_t)numel;
+  }
+  return r;
+}
+
+static region_t dense_region(const char *name, const void *ptr, size_t bytes, bool written) {
+  region_t r = {name, (uintptr_t)ptr, bytes, true, written, false, 0, 0, 0, 0, 0};
+  return r;
+}
+
+/* Whether a and b provably share a byte. Exact where both are dense (an interval test);
+ * otherwise two strided tensors may interleave without sharing an element (q, k and v,
+ * or dq, dk and dv, as slices of one packed tensor), so they overlap only when they
+ * begin at one address, or have one layout and begin less than a contiguous run apart
+ * (the same rows then share bytes). Other cases are not refused (PyTorch's
+ * get_overlap_status answers "too hard" for them). */
+static bool regions_overlap(const region_t *a, const region_t *b, size_t es) {
+  if (a->at == b->at) return true;
+  if (a->bytes && b->bytes && (a->at >= b->at + b->bytes || b->at >= a->at + a->bytes))
+    return false; /* disjoint extents */
+  if (a->bytes && b->bytes && a->dense && b->dense) return true;
+  if (a->tensor && b->tensor && a->bs == b->bs && a->ss == b->ss && a->hs == b->hs &&
+      a->heads == b->heads && a->dim == b->dim) {
+    const size_t run = (size_t)(a->hs == a->dim ? a->heads * a->dim : a->dim) * es;
+    const uintptr_t delta = a->at > b->at ? a->at - b->at : b->at - a->at;
+    return delta < run;
+  }
+  return false;
+}
+
+/* The header's rule: gradients must not overlap each other or the inputs; nor may the
+ * workspace overlap any of them. GP_ERROR_INVALID_VALUE naming both otherwise: a GPU
+ * would compute garbage there, in an order that varies from run to run. */
+static gp_status_t check_bwd_overlap(const char *func, const gp__attn_params_t *p, const void *d_o,
+                                     const void *dq, const void *dk, const void *dv,
+                                     const void *workspace, const bwd_layout_t *w) {
+  const tensor_ref_t t[] = {
+      {"desc->q", p->q, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
+      {"desc->k", p->k, p->seqlen_k, p->heads_kv, p->head_dim, p->k_bs, p->k_ss, p->k_hs},
+      {"desc->v", p->v, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
+      {"desc->o", p->o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
+      {"d_o", d_o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
+      {"dq", dq, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
+      {"dk", dk, p->seqlen_k, p->heads_kv, p->head_dim, p->k_bs, p->k_ss, p->k_hs},
+      {"dv", dv, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
+  };
+  region_t r[12];
+  int n = 0;
+  for (int i = 0; i < 8; i++) r[n++] = tensor_region(p, &t[i], i >= 5);
+  r[n++] = dense_region("workspace", workspace, w->bytes, true);
+  if (p->cu_q) {
+    const size_t cu = (size_t)(p->batch + 1) * sizeof(int32_t);
+    r[n++] = dense_region("desc->cu_seqlens_q", p->cu_q, cu, false);
+    r[n++] = dense_region("desc->cu_seqlens_k", p->cu_k, cu, false);
+    r[n++] = dense_region("desc->lse", p->lse, 0, false); /* [heads_q, total_q]: end unknown */
+  } else {
+    r[n++] = dense_region("desc->lse", p->lse, (size_t)(p->batch * p->heads_q * p->seqlen_q) * sizeof(float), false);
+  }
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if ((r[i].written || r[j].written) && regions_overlap(&r[i], &r[j], es))
+        return ATTN_ERR(GP_ERROR_INVALID_VALUE,
+                        "'%s' (%p) and '%s' (%p) overlap: the gradients must not overlap "
+                        "each other, the inputs or the workspace",
+                        r[i].name, (void *)r[i].at, r[j].name, (void *)r[j].at);
+  return GP_SUCCESS;
+}
+
 /* kernels: NULL for the backend's choice, else a build of the portable kernels to run. */
 static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *desc,
                                  const void *d_o, void *dq, void *dk, void *dv, void *workspace,
@@ -457,6 +549,7 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(check_desc(func, desc, true, &d, &bp.f));
   GP__TRY(bwd_layout(func, &bp.f, d.deterministic != 0, &w));
   GP__TRY(check_bwd_args(func, &bp.f, d_o, dq, dk, dv, workspace, workspace_bytes, &w));
+  GP__TRY(check_bwd_overlap(func, &bp.f, d_o, dq, dk, dv, workspace, &w));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
   GP__TRY(gp__api_check_launch_stream(func, s));
