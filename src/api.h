@@ -50,9 +50,11 @@ gp_status_t gp__api_check_device_range(const char *func, const char *arg, const 
  * (CUDA C++ Programming Guide, "Multi-Device System", "Stream and Event Behavior":
  * "A kernel launch will fail if it is issued to a stream that is not associated to the
  * current device"). GP_ERROR_INVALID_HANDLE naming 'stream' otherwise. stream is
- * resolved (gp__stream_resolve). Copies, sets, host functions and event waits may use a
- * stream of another device, as in CUDA. Where the backend leaves the rule to the native
- * runtime (gp__be_stream_device: -1), it passes. */
+ * resolved (gp__stream_resolve). Only what the guide says fails is refused: copies ("A
+ * memory copy will succeed even if it is issued to a stream that is not associated to
+ * the current device"), event waits, and sets and host functions, of which it says
+ * nothing, may use a stream of another device. Where the backend leaves the rule to the
+ * native runtime (gp__be_stream_device: -1), it passes. */
 gp_status_t gp__api_check_launch_stream(const char *func, gp_stream_t stream);
 
 /* GP_SUCCESS when ptr is a multiple of align bytes (the size of the elements it holds,

@@ -820,8 +820,8 @@ static gp_status_t launch_vadd(int n, const float *a, const float *b, float *c, 
 
 /* Kernel work goes into a stream of the current device: a launch (and GEMM, attention)
  * into another device's stream is refused as CUDA refuses it
- * (cudaErrorInvalidResourceHandle), naming the stream; copies, sets, host functions and
- * event waits on another device's stream stay allowed, as in CUDA. */
+ * (cudaErrorInvalidResourceHandle), naming the stream; copies (which CUDA allows there),
+ * sets, host functions and event waits on another device's stream stay allowed. */
 START_TEST(launch_into_other_device_stream) {
   NEED_DEVICES(2, n);
   SKIP_IF(gp_backend() != GP_BACKEND_CPU,
