@@ -26,12 +26,36 @@ gp_status_t gp__api_check_device(const char *func, const char *arg, int dev);
  * them on every gp_launch, and the backend query may be a driver round trip. */
 gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **props);
 
-/* Checks that [ptr, ptr + extent) does not wrap around the address space (any memory)
- * and does not run past the end of the registered allocation containing ptr (the
- * length of unregistered memory is not known: it may be native or plain host memory).
- * GP_ERROR_INVALID_VALUE naming `arg` otherwise. */
+/* Checks that [ptr, ptr + extent) does not wrap around the address space (any memory),
+ * does not run past the end of the registered allocation containing ptr (the length of
+ * unregistered memory is not known: it may be native or plain host memory), and that ptr
+ * is not in device memory already freed (gp__be_pointer_freed: cudaMemcpy refuses a
+ * pointer that is no longer a device allocation with cudaErrorInvalidValue).
+ * GP_ERROR_INVALID_VALUE naming `arg` otherwise. For what may be host memory: either
+ * side of a copy. */
 gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
                                 size_t extent);
+
+/* gp__api_check_range for memory a device reads or writes (kernels, GEMM, attention,
+ * collectives, memset, peer copies): where the registry knows every device-accessible
+ * byte (GP__REGISTRY_COMPLETE: the cpu backend), memory it does not know (plain malloc,
+ * the stack) is also refused, GP_ERROR_INVALID_VALUE naming `arg` and saying that it is
+ * not device-accessible memory: a GPU faults on it (cudaErrorIllegalAddress, sticky) or,
+ * for cudaMemset and cudaMemcpyPeer, refuses it with cudaErrorInvalidValue. */
+gp_status_t gp__api_check_device_range(const char *func, const char *arg, const void *ptr,
+                                       size_t extent);
+
+/* Kernel work (gp_launch, gp_launch_ex, GEMM, attention) goes into a stream of the current
+ * device: a launch into a stream of another device fails with cudaErrorInvalidResourceHandle
+ * (CUDA C++ Programming Guide, "Multi-Device System", "Stream and Event Behavior":
+ * "A kernel launch will fail if it is issued to a stream that is not associated to the
+ * current device"). GP_ERROR_INVALID_HANDLE naming 'stream' otherwise. stream is
+ * resolved (gp__stream_resolve). Only what the guide says fails is refused: copies ("A
+ * memory copy will succeed even if it is issued to a stream that is not associated to
+ * the current device"), event waits, and sets and host functions, of which it says
+ * nothing, may use a stream of another device. Where the backend leaves the rule to the
+ * native runtime (gp__be_stream_device: -1), it passes. */
+gp_status_t gp__api_check_launch_stream(const char *func, gp_stream_t stream);
 
 /* GP_SUCCESS when ptr is a multiple of align bytes (the size of the elements it holds,
  * named by what: "f16", "int32"); GP_ERROR_INVALID_VALUE naming argument `arg` otherwise.

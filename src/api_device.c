@@ -88,9 +88,11 @@ gp_status_t gp__api_props(const char *func, int dev, const gp_device_props_t **p
   return GP_SUCCESS;
 }
 
-gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
-                                size_t extent) {
+/* gp__api_check_range; *known tells whether the registry holds ptr. */
+static gp_status_t check_range(const char *func, const char *arg, const void *ptr, size_t extent,
+                               bool *known) {
   gp__alloc_info_t info;
+  *known = false;
   if (extent == 0) return GP_SUCCESS;
   /* No memory ends past the top of the address space: such an extent is a size gone
    * negative ((size_t)-1), caught here even for memory gpuport does not know. */
@@ -98,7 +100,15 @@ gp_status_t gp__api_check_range(const char *func, const char *arg, const void *p
     return gp__error(GP_ERROR_INVALID_VALUE, func,
                      "'%s' range of %zu bytes at %p wraps around the address space", arg,
                      extent, ptr);
-  if (!gp__alloc_find(ptr, &info)) return GP_SUCCESS;
+  if (!gp__alloc_find(ptr, &info)) {
+    if (gp__be_pointer_freed(ptr, &info))
+      return gp__error(GP_ERROR_INVALID_VALUE, func,
+                       "'%s' (%p) points into device memory that was freed (%zu bytes at %p "
+                       "of device %d): it is no longer a valid pointer",
+                       arg, ptr, info.bytes, info.base, info.device);
+    return GP_SUCCESS;
+  }
+  *known = true;
   size_t off = (size_t)((const char *)ptr - (const char *)info.base);
   if (extent > info.bytes - off)
     return gp__error(GP_ERROR_INVALID_VALUE, func,
@@ -106,6 +116,25 @@ gp_status_t gp__api_check_range(const char *func, const char *arg, const void *p
                      "allocation (%zu bytes at %p)",
                      arg, extent, off, info.bytes, info.base);
   return GP_SUCCESS;
+}
+
+gp_status_t gp__api_check_range(const char *func, const char *arg, const void *ptr,
+                                size_t extent) {
+  bool known;
+  return check_range(func, arg, ptr, extent, &known);
+}
+
+gp_status_t gp__api_check_device_range(const char *func, const char *arg, const void *ptr,
+                                       size_t extent) {
+  bool known;
+  GP__TRY(check_range(func, arg, ptr, extent, &known));
+  if (!GP__REGISTRY_COMPLETE || extent == 0 || known) return GP_SUCCESS;
+  return gp__error(GP_ERROR_INVALID_VALUE, func,
+                   "'%s' (%p) is not device-accessible memory: gpuport neither allocated nor "
+                   "registered it (gp_malloc, gp_malloc_async, gp_malloc_managed, "
+                   "gp_malloc_host, gp_host_register), so it is plain host memory, on which "
+                   "a GPU faults",
+                   arg, ptr);
 }
 
 void gp__api_copy_fields(void *dst, const void *src, size_t struct_size, const size_t *ends,

@@ -177,8 +177,8 @@ GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block
   GP__TRY(check_args(__func__, kernel, args));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
-  /* The limits of the current device: a stream of another device has the same limits
-   * on every machine gpuport supports (one device model per process in practice). */
+  GP__TRY(gp__api_check_launch_stream(__func__, s));
+  /* The limits of the current device, whose stream this is. */
   const gp_device_props_t *p;
   GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
   GP__TRY(check_config(__func__, kernel, grid, block, dynamic_shared_bytes, p));
@@ -230,6 +230,7 @@ GP_API gp_status_t gp_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *co
   GP__TRY(check_args(__func__, kernel, args));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(c.stream, __func__, &s));
+  GP__TRY(gp__api_check_launch_stream(__func__, s));
   const gp_device_props_t *p;
   GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
   GP__TRY(check_config(__func__, kernel, c.grid, c.block, c.dynamic_shared_bytes, p));

@@ -39,6 +39,12 @@ static gp_status_t not_ours(const char *func, const void *ptr) {
                      "with %s",
                      ptr, native);
   }
+  gp__alloc_info_t freed;
+  if (gp__be_pointer_freed(ptr, &freed))
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' (%p) points into device memory that was already freed (%zu bytes "
+                     "at %p of device %d)",
+                     ptr, freed.bytes, freed.base, freed.device);
   return gp__error(GP_ERROR_INVALID_VALUE, func,
                    "'ptr' (%p) was not allocated by gpuport, or was already freed", ptr);
 }
@@ -301,6 +307,9 @@ static gp_status_t check_peer(const char *func, void *dst, int dst_device, const
   GP__TRY(gp__api_check_device(func, "src_device", src_device));
   GP__TRY(check_copy(func, dst, src, bytes));
   if (bytes == 0) return GP_SUCCESS;
+  /* Both sides are device memory (cudaMemcpyPeer: cudaErrorInvalidValue otherwise). */
+  GP__TRY(gp__api_check_device_range(func, "dst", dst, bytes));
+  GP__TRY(gp__api_check_device_range(func, "src", src, bytes));
   GP__TRY(check_on_device(func, "dst", dst, dst_device));
   return check_on_device(func, "src", src, src_device);
 }
@@ -326,7 +335,7 @@ GP_API gp_status_t gp_memcpy_peer_async(void *dst, int dst_device, const void *s
 static gp_status_t check_set(const char *func, void *ptr, size_t bytes) {
   if (bytes == 0) return GP_SUCCESS;
   if (ptr == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'ptr' is NULL (bytes = %zu)", bytes);
-  return gp__api_check_range(func, "ptr", ptr, bytes);
+  return gp__api_check_device_range(func, "ptr", ptr, bytes);
 }
 
 static gp_status_t check_set_d32(const char *func, void *ptr, size_t count) {
@@ -337,7 +346,7 @@ static gp_status_t check_set_d32(const char *func, void *ptr, size_t count) {
   if (count > SIZE_MAX / 4)
     return gp__error(GP_ERROR_INVALID_VALUE, func, "'count' (%zu) words overflow the address space",
                      count);
-  return gp__api_check_range(func, "ptr", ptr, count * 4);
+  return gp__api_check_device_range(func, "ptr", ptr, count * 4);
 }
 
 GP_API gp_status_t gp_memset(void *ptr, int value, size_t bytes) {

@@ -23,6 +23,15 @@ gp_status_t gp__stream_resolve(gp_stream_t s, const char *func, gp_stream_t *out
                    (void *)s);
 }
 
+gp_status_t gp__api_check_launch_stream(const char *func, gp_stream_t stream) {
+  const int dev = gp__be_stream_device(stream), cur = gp__current_device();
+  if (dev < 0 || dev == cur) return GP_SUCCESS;
+  return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                   "'stream' (%p) belongs to device %d but the current device is %d: kernel "
+                   "work goes into a stream of the current device (gp_device_set(%d) first)",
+                   (void *)stream, dev, cur, dev);
+}
+
 void gp__stream_put(gp_stream_t s) {
   if (is_default_stream(s)) return;
   const void *h = s;
@@ -165,6 +174,15 @@ GP_API gp_status_t gp_event_record(gp_event_t event, gp_stream_t stream) {
   GP__TRY(gp__handle_hold(event, GP__H_EVENT, __func__, "event", &e));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  /* cudaEventRecord fails with cudaErrorInvalidResourceHandle when the event and the
+   * stream belong to different devices (CUDA C++ Programming Guide, "Stream and Event
+   * Behavior"); a stream may wait for another device's event (gp_stream_wait_event). */
+  const int ed = gp__be_event_device(event), sd = gp__be_stream_device(s);
+  if (ed >= 0 && sd >= 0 && ed != sd)
+    return GP__ERR(GP_ERROR_INVALID_HANDLE,
+                   "'event' (%p) belongs to device %d but 'stream' (%p) to device %d: an "
+                   "event is recorded into a stream of its own device",
+                   (void *)event, ed, (void *)stream, sd);
   return gp__be_event_record(event, s);
 }
 

@@ -206,8 +206,17 @@ static gp_status_t check_tensors(const char *func, const gp__attn_params_t *p,
     if (!extent_bytes(p->batch, t[i].seq, t[i].heads, t[i].dim, t[i].bs, t[i].ss, t[i].hs, es, &bytes))
       return gp__error(GP_ERROR_INVALID_VALUE, func, "the extent of %s overflows the address space",
                        t[i].name);
-    GP__TRY(gp__api_check_range(func, t[i].name, t[i].ptr, bytes));
+    GP__TRY(gp__api_check_device_range(func, t[i].name, t[i].ptr, bytes));
   }
+  return GP_SUCCESS;
+}
+
+/* Varlen: the packed tensors' lengths live in device memory, so only their first
+ * element is checked here (device-accessible, not freed). */
+static gp_status_t check_packed_starts(const char *func, const gp__attn_params_t *p,
+                                       const tensor_ref_t *t, int n) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  for (int i = 0; i < n; i++) GP__TRY(gp__api_check_device_range(func, t[i].name, t[i].ptr, es));
   return GP_SUCCESS;
 }
 
@@ -261,8 +270,13 @@ static void varlen_fwd_tokens(gp__attn_params_t *p) {
 static gp_status_t check_ranges(const char *func, gp__attn_params_t *p) {
   size_t bytes;
   if (p->cu_q) {
-    GP__TRY(gp__api_check_range(func, "desc->cu_seqlens_q", p->cu_q, (size_t)(p->batch + 1) * sizeof(int32_t)));
-    GP__TRY(gp__api_check_range(func, "desc->cu_seqlens_k", p->cu_k, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    GP__TRY(gp__api_check_device_range(func, "desc->cu_seqlens_q", p->cu_q, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    GP__TRY(gp__api_check_device_range(func, "desc->cu_seqlens_k", p->cu_k, (size_t)(p->batch + 1) * sizeof(int32_t)));
+    const tensor_ref_t t[] = {
+        {.name = "desc->q", .ptr = p->q}, {.name = "desc->k", .ptr = p->k},
+        {.name = "desc->v", .ptr = p->v}, {.name = "desc->o", .ptr = p->o}};
+    GP__TRY(check_packed_starts(func, p, t, 4));
+    if (p->lse) GP__TRY(gp__api_check_device_range(func, "desc->lse", p->lse, sizeof(float)));
     varlen_fwd_tokens(p);
     return GP_SUCCESS;
   }
@@ -277,7 +291,7 @@ static gp_status_t check_ranges(const char *func, gp__attn_params_t *p) {
     if (!extent_bytes(p->batch, p->heads_q, 1, p->seqlen_q, p->heads_q * p->seqlen_q, p->seqlen_q,
                       0, sizeof(float), &bytes))
       return gp__error(GP_ERROR_INVALID_VALUE, func, "the extent of desc->lse overflows the address space");
-    GP__TRY(gp__api_check_range(func, "desc->lse", p->lse, bytes));
+    GP__TRY(gp__api_check_device_range(func, "desc->lse", p->lse, bytes));
   }
   return GP_SUCCESS;
 }
@@ -293,6 +307,7 @@ static gp_status_t attention_fwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(check_ranges(func, &p));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
+  GP__TRY(gp__api_check_launch_stream(func, s));
 
   (void)s; /* checked here for every family; each launch resolves it again */
   gp__dispatch_t dsp;
@@ -413,7 +428,7 @@ static gp_status_t check_bwd_args(const char *func, gp__attn_params_t *p, const 
   if ((uintptr_t)workspace % 16 != 0)
     return ATTN_ERR(GP_ERROR_INVALID_VALUE, "'workspace' (%p) is not 16-byte aligned", workspace);
   GP__TRY(check_ranges(func, p));
-  GP__TRY(gp__api_check_range(func, "workspace", workspace, w->bytes));
+  GP__TRY(gp__api_check_device_range(func, "workspace", workspace, w->bytes));
   const tensor_ref_t t[] = {
       {"d_o", d_o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
       {"dq", dq, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
@@ -421,11 +436,104 @@ static gp_status_t check_bwd_args(const char *func, gp__attn_params_t *p, const 
       {"dv", dv, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
   };
   if (p->cu_q) { /* the gradients bound the sequences as the inputs do */
+    GP__TRY(check_packed_starts(func, p, t, 4));
     varlen_tokens(p, t, 2, &p->tokens_q);
     varlen_tokens(p, t + 2, 2, &p->tokens_k);
     return GP_SUCCESS;
   }
   return check_tensors(func, p, t, 4);
+}
+
+/* ---- what the backward writes must not overlap anything it touches ------------------------ */
+
+/* One region the backward reads or writes: a [batch, seq, heads, dim] tensor (its layout
+ * set), or a dense array (lse, the workspace, the varlen offsets). */
+typedef struct region {
+  const char *name;
+  uintptr_t at;
+  size_t bytes;       /* first to one past the last byte; 0 where not known (varlen) */
+  bool dense;         /* every byte of [at, at + bytes) belongs to it */
+  bool written;       /* the gradients and the workspace */
+  bool tensor;        /* the layout below is set */
+  int64_t bs, ss, hs, heads, dim;
+} region_t;
+
+static region_t tensor_region(const gp__attn_params_t *p, const tensor_ref_t *t, bool written) {
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  region_t r = {t->name, (uintptr_t)t->ptr, 0, false, written, true, t->bs, t->ss, t->hs, t->heads, t->dim};
+  size_t bytes;
+  /* Varlen: the tokens live in device memory, so a tensor's end is not known here. */
+  if (!p->cu_q && extent_bytes(p->batch, t->seq, t->heads, t->dim, t->bs, t->ss, t->hs, es, &bytes)) {
+    int64_t numel;
+    r.bytes = bytes;
+    r.dense = mul_ok(p->batch, t->seq, &numel) && mul_ok(numel, t->heads, &numel) &&
+              mul_ok(numel, t->dim, &numel) && bytes / es == (size_t)numel;
+  }
+  return r;
+}
+
+static region_t dense_region(const char *name, const void *ptr, size_t bytes, bool written) {
+  region_t r = {name, (uintptr_t)ptr, bytes, true, written, false, 0, 0, 0, 0, 0};
+  return r;
+}
+
+/* Whether a and b provably share a byte. Exact where both are dense (an interval test);
+ * otherwise two strided tensors may interleave without sharing an element (q, k and v,
+ * or dq, dk and dv, as slices of one packed tensor), so they overlap only when they
+ * begin at one address, or have one layout and begin less than a contiguous run apart
+ * (the same rows then share bytes). Other cases are not refused (PyTorch's
+ * get_overlap_status answers "too hard" for them). */
+static bool regions_overlap(const region_t *a, const region_t *b, size_t es) {
+  if (a->at == b->at) return true;
+  if (a->bytes && b->bytes && (a->at >= b->at + b->bytes || b->at >= a->at + a->bytes))
+    return false; /* disjoint extents */
+  if (a->bytes && b->bytes && a->dense && b->dense) return true;
+  if (a->tensor && b->tensor && a->bs == b->bs && a->ss == b->ss && a->hs == b->hs &&
+      a->heads == b->heads && a->dim == b->dim) {
+    const size_t run = (size_t)(a->hs == a->dim ? a->heads * a->dim : a->dim) * es;
+    const uintptr_t delta = a->at > b->at ? a->at - b->at : b->at - a->at;
+    return delta < run;
+  }
+  return false;
+}
+
+/* The header's rule: gradients must not overlap each other or the inputs; nor may the
+ * workspace overlap any of them. GP_ERROR_INVALID_VALUE naming both otherwise: a GPU
+ * would compute garbage there, in an order that varies from run to run. */
+static gp_status_t check_bwd_overlap(const char *func, const gp__attn_params_t *p, const void *d_o,
+                                     const void *dq, const void *dk, const void *dv,
+                                     const void *workspace, const bwd_layout_t *w) {
+  const tensor_ref_t t[] = {
+      {"desc->q", p->q, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
+      {"desc->k", p->k, p->seqlen_k, p->heads_kv, p->head_dim, p->k_bs, p->k_ss, p->k_hs},
+      {"desc->v", p->v, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
+      {"desc->o", p->o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
+      {"d_o", d_o, p->seqlen_q, p->heads_q, p->head_dim_v, p->o_bs, p->o_ss, p->o_hs},
+      {"dq", dq, p->seqlen_q, p->heads_q, p->head_dim, p->q_bs, p->q_ss, p->q_hs},
+      {"dk", dk, p->seqlen_k, p->heads_kv, p->head_dim, p->k_bs, p->k_ss, p->k_hs},
+      {"dv", dv, p->seqlen_k, p->heads_kv, p->head_dim_v, p->v_bs, p->v_ss, p->v_hs},
+  };
+  region_t r[12];
+  int n = 0;
+  for (int i = 0; i < 8; i++) r[n++] = tensor_region(p, &t[i], i >= 5);
+  r[n++] = dense_region("workspace", workspace, w->bytes, true);
+  if (p->cu_q) {
+    const size_t cu = (size_t)(p->batch + 1) * sizeof(int32_t);
+    r[n++] = dense_region("desc->cu_seqlens_q", p->cu_q, cu, false);
+    r[n++] = dense_region("desc->cu_seqlens_k", p->cu_k, cu, false);
+    r[n++] = dense_region("desc->lse", p->lse, 0, false); /* [heads_q, total_q]: end unknown */
+  } else {
+    r[n++] = dense_region("desc->lse", p->lse, (size_t)(p->batch * p->heads_q * p->seqlen_q) * sizeof(float), false);
+  }
+  const size_t es = gp_dtype_size((gp_dtype_t)p->dtype);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if ((r[i].written || r[j].written) && regions_overlap(&r[i], &r[j], es))
+        return ATTN_ERR(GP_ERROR_INVALID_VALUE,
+                        "'%s' (%p) and '%s' (%p) overlap: the gradients must not overlap "
+                        "each other, the inputs or the workspace",
+                        r[i].name, (void *)r[i].at, r[j].name, (void *)r[j].at);
+  return GP_SUCCESS;
 }
 
 /* kernels: NULL for the backend's choice, else a build of the portable kernels to run. */
@@ -441,8 +549,10 @@ static gp_status_t attention_bwd(gp_stream_t stream, const gp_attention_desc_t *
   GP__TRY(check_desc(func, desc, true, &d, &bp.f));
   GP__TRY(bwd_layout(func, &bp.f, d.deterministic != 0, &w));
   GP__TRY(check_bwd_args(func, &bp.f, d_o, dq, dk, dv, workspace, workspace_bytes, &w));
+  GP__TRY(check_bwd_overlap(func, &bp.f, d_o, dq, dk, dv, workspace, &w));
   GP__STREAM_REF gp_stream_t s = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &s));
+  GP__TRY(gp__api_check_launch_stream(func, s));
 
   char *ws = (char *)workspace;
   bp.d_o = d_o, bp.dq = dq, bp.dk = dk, bp.dv = dv;

@@ -597,8 +597,8 @@ static gp_status_t check_call_args(gp__comm_call_t *c, const char *func) {
   if (re > 0 && c->recv == NULL)
     return gp__error(GP_ERROR_INVALID_VALUE, func, "'%s' is NULL with %zu elements to write",
                      c->coll == GP__COLL_RECV ? "buf" : "recv", re);
-  GP__TRY(gp__api_check_range(func, c->coll == GP__COLL_SEND ? "buf" : "send", c->send, se * es));
-  GP__TRY(gp__api_check_range(func, c->coll == GP__COLL_RECV ? "buf" : "recv", c->recv, re * es));
+  GP__TRY(gp__api_check_device_range(func, c->coll == GP__COLL_SEND ? "buf" : "send", c->send, se * es));
+  GP__TRY(gp__api_check_device_range(func, c->coll == GP__COLL_RECV ? "buf" : "recv", c->recv, re * es));
   gp_status_t cs = gp__comm_status(comm, func);
   if (cs != GP_SUCCESS && cs != GP_ERROR_NOT_READY) return cs;
   if (comm->be->check) GP__TRY(comm->be->check(c, func));

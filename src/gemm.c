@@ -185,23 +185,23 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
       if (!extent_ok(a_rows, a_cols, d->lda, !row, d->batch, d->stride_a, ab, &bytes))
         return gp__error(GP_ERROR_INVALID_VALUE, func,
                          "the extent of A (lda, stride_a) overflows the address space");
-      GP__TRY(gp__api_check_range(func, "a", d->a, bytes));
+      GP__TRY(gp__api_check_device_range(func, "a", d->a, bytes));
       if (!extent_ok(b_rows, b_cols, d->ldb, !row, d->batch, d->stride_b, ab, &bytes))
         return gp__error(GP_ERROR_INVALID_VALUE, func,
                          "the extent of B (ldb, stride_b) overflows the address space");
-      GP__TRY(gp__api_check_range(func, "b", d->b, bytes));
+      GP__TRY(gp__api_check_device_range(func, "b", d->b, bytes));
     }
     if (!extent_ok(d->m, d->n, d->ldc, !row, d->batch, d->stride_c, cb, &bytes))
       return gp__error(GP_ERROR_INVALID_VALUE, func,
                        "the extent of C (ldc, stride_c) overflows the address space");
-    GP__TRY(gp__api_check_range(func, "c", d->c, bytes));
-    if (has_bias) GP__TRY(gp__api_check_range(func, "bias", d->bias, (size_t)d->n * gp_dtype_size(d->bias_type)));
+    GP__TRY(gp__api_check_device_range(func, "c", d->c, bytes));
+    if (has_bias) GP__TRY(gp__api_check_device_range(func, "bias", d->bias, (size_t)d->n * gp_dtype_size(d->bias_type)));
   }
 
-  /* The stream is checked here, for every family (gp_launch would check it too). */
+  /* The stream is checked here, for every family (gp_launch would check it too); that
+   * it is a stream of the current device, before any work (a GPU's GEMM is a kernel). */
   GP__STREAM_REF gp_stream_t resolved = NULL;
   GP__TRY(gp__stream_resolve(stream, func, &resolved));
-  (void)resolved;
 
   if (empty) {
     GP__INFO(GP__SUB_GEMM, "%s: m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64
@@ -243,6 +243,7 @@ static gp_status_t gemm_run(gp_stream_t stream, const gp_gemm_desc_t *d, const c
     p.bias_along_m = 0;
   }
 
+  GP__TRY(gp__api_check_launch_stream(func, resolved));
   gp__dispatch_t dsp;
   char declined[512];
   GP__TRY(gp__dispatch_begin(&dsp, GP__OP_GEMM, func, declined, sizeof declined));

@@ -107,6 +107,14 @@ typedef struct gp__alloc_info {
   int device;
 } gp__alloc_info_t;
 
+/* Whether the registry knows every byte a kernel may touch: true on the cpu backend,
+ * whose only device memory is what gpuport allocated or registered; false on the GPU
+ * backends, where other libraries allocate device memory gpuport never sees (cudaMalloc
+ * by PyTorch) and HMM or ATS let kernels use plain host memory. Where it is true, memory
+ * the registry does not know is refused wherever a GPU needs device-accessible memory
+ * (gp__api_check_device_range, src/api.h). */
+#define GP__REGISTRY_COMPLETE (GP__BACKEND == GP_BACKEND_CPU)
+
 gp_status_t gp__alloc_register(void *base, size_t bytes, gp__alloc_kind_t kind, int device);
 /* Removes the entry whose base is exactly ptr; GP_ERROR_NOT_FOUND when absent. */
 gp_status_t gp__alloc_unregister(void *base, gp__alloc_info_t *removed);
@@ -265,6 +273,12 @@ gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream);
 /* Native allocations the registry does not know (cudaMalloc'd memory): fills attr and
  * returns true when the native runtime recognises ptr. CPU: always false. */
 bool gp__be_pointer_native(const void *ptr, gp_pointer_attributes_t *attr);
+/* Device or managed memory released by gp_free / gp_free_async (or a device reset) that
+ * the backend still holds back, so its addresses cannot belong to anything else yet:
+ * true, with the freed allocation in *info, when ptr lies in one. The cpu backend keeps
+ * the latest releases so (src/cpu/runtime.c, "freed device memory"); the GPU backends
+ * answer false: there the native runtime refuses a freed device pointer itself. */
+bool gp__be_pointer_freed(const void *ptr, gp__alloc_info_t *info);
 gp_status_t gp__be_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
                                    size_t width, size_t height, gp_stream_t stream, bool sync);
 gp_status_t gp__be_memcpy_peer_async(void *dst, int dst_dev, const void *src, int src_dev,
@@ -281,6 +295,11 @@ gp_status_t gp__be_stream_query(gp_stream_t stream);
 gp_status_t gp__be_stream_wait_event(gp_stream_t stream, gp_event_t event);
 gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
 void *gp__be_stream_native(gp_stream_t stream);
+/* The device a checked stream belongs to (the current device for the default streams),
+ * or -1 where the backend leaves the device rules to the native runtime: the GPU
+ * backends, where CUDA and HIP refuse with their own codes (src/gpu/errors.c maps them),
+ * and a wrapped native stream's device is the native runtime's to know. */
+int gp__be_stream_device(gp_stream_t stream);
 gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native);
 
 gp_status_t gp__be_event_create(gp_event_t *event, unsigned flags);
@@ -290,6 +309,8 @@ gp_status_t gp__be_event_synchronize(gp_event_t event);
 gp_status_t gp__be_event_query(gp_event_t event);
 gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end);
 void *gp__be_event_native(gp_event_t event);
+/* The device a checked event was created on, or -1 as gp__be_stream_device. */
+int gp__be_event_device(gp_event_t event);
 gp_status_t gp__be_event_wrap(gp_event_t *event, void *native);
 
 /* Launch of a checked configuration (grid/block/shared already within limits). */

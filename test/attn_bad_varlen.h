@@ -127,6 +127,16 @@ static inline void bv_desc(gp_attention_desc_t *d, bv_tensors_t *t, const bad_va
   d->cu_seqlens_q = t->cu_q, d->cu_seqlens_k = t->cu_k;
 }
 
+/* Unregistered tensors (reg 0): the cpu backend knows every byte of device-accessible
+ * memory, so it refuses the call before any implementation runs, naming desc->q (the
+ * first tensor checked) as not device-accessible: a GPU would fault on such memory. */
+static inline void bv_expect_refused(gp_status_t st, const char *what) {
+  const char *msg = gp_last_error_message();
+  ck_assert_msg(st == GP_ERROR_INVALID_VALUE && strstr(msg, "'desc->q'") && strstr(msg, "not device-accessible"),
+                "%s: expected GP_ERROR_INVALID_VALUE naming desc->q as not device-accessible, got %s (%s)",
+                what, gp_status_name(st), msg);
+}
+
 /* The call's status st (then the next synchronisation's) is want, and the message names
  * the public function, a sequence at fault and its offsets, and, for a kernel (kernel
  * non-NULL), that kernel: the message of the launch names the kernel that failed. */

@@ -741,6 +741,56 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Gradients must not overlap each other, the inputs or the workspace: refused with
+ * GP_ERROR_INVALID_VALUE naming both, before anything runs. Dense tensors are compared
+ * byte for byte; strided ones that interleave without sharing an element (slices of one
+ * packed tensor: the "qkv-packed" case) are accepted. */
+START_TEST(test_overlap) {
+  const size_t total = 16384;
+  ck_assert_int_eq(gp_malloc(&g_buf, total), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(g_buf, 0, total), GP_SUCCESS);
+  gp_attention_desc_t d;
+  size_t ws = 0;
+  valid_desc(&d);
+  ck_assert_int_eq(gp_attention_bwd_workspace_size(&d, &ws), GP_SUCCESS);
+  /* 4 x 1 x 8 f16: 64 bytes per tensor. */
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DQ), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dq' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'dk' ("));
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DQ + 32), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dk' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'dq' ("));
+  expect_fail(&d, at(OFF_DO), at(0), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'desc->q' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'dq' ("));
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DK), at(OFF_DO + 16), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'dv' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'d_o' ("));
+  expect_fail(&d, at(OFF_DO), at(OFF_LSE), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'desc->lse' (");
+  expect_fail(&d, at(OFF_DO), at(OFF_DQ), at(OFF_DK), at(OFF_WS + 256), at(OFF_WS), ws,
+              GP_ERROR_INVALID_VALUE, "'workspace' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'dv' ("));
+  /* Adjacent, not overlapping: fine. */
+  ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+  ck_assert_int_eq(gp_attention_bwd(NULL, &d, at(OFF_DO), at(OFF_DQ), at(OFF_DQ + 64), at(OFF_DQ + 128),
+                                    at(OFF_WS), ws),
+                   GP_SUCCESS);
+  /* Strided q (rows 16 elements apart, 8 used) and dq with q's layout: dq one element
+   * after q shares bytes with it and is refused; dq 8 elements after q fills q's gaps
+   * without sharing an element and runs. */
+  valid_desc(&d), d.q_seq_stride = 16, d.k = at(256), d.v = at(384);
+  expect_fail(&d, at(OFF_DO), at(2), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws, GP_ERROR_INVALID_VALUE,
+              "'dq' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'desc->q' ("));
+  ck_assert_int_eq(gp_attention_fwd(NULL, &d), GP_SUCCESS);
+  ck_assert_int_eq(gp_attention_bwd(NULL, &d, at(OFF_DO), at(16), at(OFF_DK), at(OFF_DV), at(OFF_WS), ws),
+                   GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  gp_free(g_buf);
+}
+END_TEST
+
 #if defined(GP_BUILD_CPU)
 /* Every shape of attn_bad_varlen.h on backward implementation _i (a mode), over tensors,
  * gradients and a workspace that end at an unreadable page: the host implementation
@@ -748,8 +798,8 @@ END_TEST
  * (GP_ERROR_LAUNCH_FAILED), naming the sequence; no kernel reads or writes past a buffer
  * (every kernel of the call runs: the first failure is the one reported, so a later
  * kernel without the check would fault, or under ASan end the process). Registered
- * (gpuport knows where each buffer ends) and, for the shapes that need no extent,
- * unregistered. */
+ * (gpuport knows where each buffer ends); unregistered, every call is refused before any
+ * implementation runs (bv_expect_refused: not device-accessible memory). */
 START_TEST(test_bad_varlen) {
   const int mode = _i;
   static const char *const k_portable[] = {"gp__attention_bwd_portable_pre", NULL};
@@ -783,6 +833,10 @@ START_TEST(test_bad_varlen) {
       gp__cpu_mode_set(GP__OP_ATTN_BWD, -1);
       char what[96];
       snprintf(what, sizeof what, "%s%s", mode_names[mode], reg ? "" : " (unregistered)");
+      if (!reg) {
+        bv_expect_refused(st, what);
+        continue;
+      }
       if (sh == &ok) {
         if (st == GP_SUCCESS) st = gp_device_synchronize();
         ck_assert_msg(st == GP_SUCCESS, "%s: offsets that fit: %s (%s)", what, gp_status_name(st),
@@ -890,6 +944,7 @@ static Suite *attention_bwd_suite(void) {
   Suite *s = suite_create("attention_bwd");
   TCase *tc = tcase_create("errors");
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_overlap);
   suite_add_tcase(s, tc);
 #if defined(GP_BUILD_CPU)
   tc = tcase_create("bad_varlen");

@@ -641,8 +641,9 @@ START_TEST(arguments) {
   gp_comm_config_init(&cfg);
   cfg.timeout_s = 7;
   OK(gp_comm_init_rank_config(&c, 1, id, 0, &cfg));
-  float *x = NULL, y[8];
+  float *x = NULL, *y = NULL; /* collectives read and write device-accessible memory only */
   OK(gp_malloc((void **)&x, 16));
+  OK(gp_malloc_host((void **)&y, 8 * sizeof(float)));
   FAILS(gp_all_reduce(x, x, 4, (gp_dtype_t)99, GP_SUM, c, NULL), GP_ERROR_INVALID_VALUE, "dtype");
   FAILS(gp_all_reduce(x, x, 4, GP_F32, (gp_reduce_op_t)9, c, NULL), GP_ERROR_INVALID_VALUE, "op");
   FAILS(gp_all_reduce(NULL, x, 4, GP_F32, GP_SUM, c, NULL), GP_ERROR_INVALID_VALUE, "send");
@@ -674,6 +675,42 @@ START_TEST(arguments) {
   OK(gp_comm_destroy(NULL));
   OK(gp_comm_abort(NULL));
   OK(gp_free(x));
+  OK(gp_free_host(y));
+}
+END_TEST
+
+/* Buffers gpuport neither allocated nor registered (malloc, the stack) are refused by every
+ * collective on the cpu backend, naming the buffer, as not device-accessible: NCCL's kernels
+ * fault on them on a GPU. Freed device memory is refused too; registered memory runs. */
+START_TEST(host_memory_refused) {
+  gp_comm_t c = NULL;
+  gp_comm_id_t id;
+  OK(gp_comm_get_unique_id(&id));
+  OK(gp_comm_init_rank(&c, 1, id, 0));
+  float *x = NULL, *freed = NULL, *m = malloc(64 * sizeof(float));
+  ck_assert_ptr_nonnull(m);
+  memset(m, 0, 64 * sizeof(float));
+  OK(gp_malloc((void **)&x, 64 * sizeof(float)));
+  OK(gp_memset(x, 0, 64 * sizeof(float)));
+  FAILS(gp_all_reduce(m, x, 16, GP_F32, GP_SUM, c, NULL), GP_ERROR_INVALID_VALUE, "'send'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "not device-accessible"));
+  FAILS(gp_all_reduce(x, m, 16, GP_F32, GP_SUM, c, NULL), GP_ERROR_INVALID_VALUE, "'recv'");
+  FAILS(gp_broadcast(m, x, 16, GP_F32, 0, c, NULL), GP_ERROR_INVALID_VALUE, "'send'");
+  FAILS(gp_reduce(x, m, 16, GP_F32, GP_SUM, 0, c, NULL), GP_ERROR_INVALID_VALUE, "'recv'");
+  FAILS(gp_all_gather(m, x, 16, GP_F32, c, NULL), GP_ERROR_INVALID_VALUE, "'send'");
+  FAILS(gp_reduce_scatter(x, m, 16, GP_F32, GP_SUM, c, NULL), GP_ERROR_INVALID_VALUE, "'recv'");
+  FAILS(gp_all_to_all(m, x, 16, GP_F32, c, NULL), GP_ERROR_INVALID_VALUE, "'send'");
+  OK(gp_malloc((void **)&freed, 64 * sizeof(float)));
+  OK(gp_free(freed));
+  FAILS(gp_all_reduce(x, freed, 16, GP_F32, GP_SUM, c, NULL), GP_ERROR_INVALID_VALUE, "'recv'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "freed"));
+  OK(gp_host_register(m, 64 * sizeof(float)));
+  OK(gp_all_reduce(x, m, 16, GP_F32, GP_SUM, c, NULL));
+  OK(gp_stream_synchronize(NULL));
+  OK(gp_host_unregister(m));
+  OK(gp_comm_destroy(c));
+  OK(gp_free(x));
+  free(m);
 }
 END_TEST
 
@@ -1350,6 +1387,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("comm");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, arguments);
+  tcase_add_test(tc, host_memory_refused);
   tcase_add_test(tc, threads_every_op);
   tcase_add_test(tc, threads_identical_bits);
   tcase_add_test(tc, threads_group_sendrecv);

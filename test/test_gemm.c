@@ -1249,6 +1249,68 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Operands in memory gpuport neither allocated nor registered (malloc) are refused on the
+ * cpu backend, naming the operand, as not device-accessible: a GPU faults on them. The
+ * same operands registered with gp_host_register run; freed device memory is refused. */
+START_TEST(test_host_memory_refused) {
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "only the cpu backend knows every device-accessible byte");
+  const size_t bytes = 16 * 16 * sizeof(float);
+  float *a = NULL, *b = NULL, *c = NULL, *bias = NULL, *m = malloc(bytes), *freed = NULL;
+  ck_assert_ptr_nonnull(m);
+  memset(m, 0, bytes);
+  ck_assert_int_eq(gp_malloc((void **)&a, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&b, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&c, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_malloc((void **)&bias, 16 * sizeof(float)), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(a, 0, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_memset(b, 0, bytes), GP_SUCCESS);
+  const gp_layout_t R = GP_ROW_MAJOR;
+  const gp_op_t N = GP_OP_N;
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 16, 16, 16, 1, m, GP_F32, 16, b, GP_F32, 16, 0, c, GP_F32, 16),
+              GP_ERROR_INVALID_VALUE, "'a' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "not device-accessible"));
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 16, 16, 16, 1, a, GP_F32, 16, m, GP_F32, 16, 0, c, GP_F32, 16),
+              GP_ERROR_INVALID_VALUE, "'b' (");
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 16, 16, 16, 1, a, GP_F32, 16, b, GP_F32, 16, 0, m, GP_F32, 16),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  EXPECT_FAIL(gp_gemm_strided_batched(NULL, R, N, N, 4, 4, 4, 1, a, GP_F32, 4, b, GP_F32, 4, 0, m,
+                                      GP_F32, 4, 2, 16, 16, 16),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  gp_gemm_desc_t d;
+  gp_gemm_desc_init(&d);
+  d.layout = R, d.transa = d.transb = N;
+  d.m = d.n = d.k = 16;
+  d.alpha = 1;
+  d.a = a, d.b = b, d.c = c;
+  d.a_type = d.b_type = d.c_type = GP_F32;
+  d.lda = d.ldb = d.ldc = 16;
+  d.epilogue = GP_EPILOGUE_BIAS;
+  d.bias = m;
+  d.bias_type = GP_F32;
+  EXPECT_FAIL(gp_gemm_ex(NULL, &d), GP_ERROR_INVALID_VALUE, "'bias' (");
+  d.bias = bias;
+  ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
+  /* Registered, the same host memory is device-accessible. */
+  ck_assert_int_eq(gp_host_register(m, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_gemm(NULL, R, N, N, 16, 16, 16, 1, a, GP_F32, 16, b, GP_F32, 16, 0, m, GP_F32, 16),
+                   GP_SUCCESS);
+  ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+  ck_assert_int_eq(gp_host_unregister(m), GP_SUCCESS);
+  /* Freed device memory. */
+  ck_assert_int_eq(gp_malloc((void **)&freed, bytes), GP_SUCCESS);
+  ck_assert_int_eq(gp_free(freed), GP_SUCCESS);
+  EXPECT_FAIL(gp_gemm(NULL, R, N, N, 16, 16, 16, 1, a, GP_F32, 16, b, GP_F32, 16, 0, freed, GP_F32, 16),
+              GP_ERROR_INVALID_VALUE, "'c' (");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "freed"));
+  gp_free(a);
+  gp_free(b);
+  gp_free(c);
+  gp_free(bias);
+  free(m);
+}
+END_TEST
+
 /* Work is enqueued, not run inline: a chain of dependent GEMMs on one stream (after an
  * async copy) completes in order by gp_stream_synchronize. X <- X (2 I), ten times,
  * alternating buffers, gives 2^10 I exactly. */
@@ -1343,6 +1405,7 @@ static Suite *gemm_suite(void) {
   suite_add_tcase(s, tmf);
   TCase *te = tcase_create("errors");
   tcase_add_test(te, test_errors);
+  tcase_add_test(te, test_host_memory_refused);
   tcase_add_test(te, test_cpu_modes);
   suite_add_tcase(s, te);
   TCase *td = tcase_create("dispatch"); /* run by make check-dispatch */

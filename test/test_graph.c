@@ -388,7 +388,9 @@ START_TEST(capture_across_devices) {
   OK(gp_event_record(e0, s0));
   OK(gp_stream_wait_event(s1, e0));
   OK(gp_memcpy_peer_async(d1, 1, d0, 0, N * sizeof(float), s1));
+  OK(gp_device_set(1)); /* a kernel goes into a stream of the current device, as in CUDA */
   OK(launch_axpb(N, 5.0f, 2.0f, d1, s1));
+  OK(gp_device_set(0));
   OK(gp_event_record(e1, s1));
   OK(gp_stream_wait_event(s0, e1));
   OK(gp_memcpy_peer_async(d0, 0, d1, 1, N * sizeof(float), s0));

@@ -391,6 +391,81 @@ START_TEST(memset_family) {
 }
 END_TEST
 
+/* ---- what a GPU refuses, the cpu backend refuses too ----------------------------------------- */
+
+/* A copy or set into or from freed device memory fails (cudaMemcpy: cudaErrorInvalidValue for
+ * a pointer that is no longer a device allocation), naming the argument: the cpu backend holds
+ * the latest freed allocations back, so their addresses cannot be plain host memory yet. The
+ * same after a stream-ordered free, and for an interior pointer; a second free says it was
+ * freed. Plain host memory stays a valid side of a copy. */
+START_TEST(freed_device_memory_refused) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(!is_cpu(), "the GPU backends leave a freed device pointer to the native runtime");
+  char *p = NULL, *q = NULL, host[256];
+  memset(host, 7, sizeof host);
+  OK(gp_malloc((void **)&p, sizeof host));
+  OK(gp_memcpy(p, host, sizeof host));
+  OK(gp_free(p));
+  FAILS(gp_memcpy(p, host, sizeof host), GP_ERROR_INVALID_VALUE, "'dst'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "freed"));
+  FAILS(gp_memcpy(host, p + 16, 16), GP_ERROR_INVALID_VALUE, "'src'");
+  FAILS(gp_memcpy_async(p + 8, host, 8, NULL), GP_ERROR_INVALID_VALUE, "'dst'");
+  FAILS(gp_memcpy_2d(p, 16, host, 16, 16, 4), GP_ERROR_INVALID_VALUE, "'dst'");
+  FAILS(gp_memset(p, 0, sizeof host), GP_ERROR_INVALID_VALUE, "'ptr'");
+  FAILS(gp_memset_d32_async(p, 0, 4, NULL), GP_ERROR_INVALID_VALUE, "'ptr'");
+  FAILS(gp_free(p), GP_ERROR_INVALID_VALUE, "'ptr'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "already freed"));
+  /* A stream-ordered free: refused once the call has returned. */
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp_malloc_async((void **)&q, 64, s));
+  OK(gp_free_async(q, s));
+  OK(gp_stream_synchronize(s));
+  FAILS(gp_memcpy_async(q, host, 64, s), GP_ERROR_INVALID_VALUE, "'dst'");
+  OK(gp_stream_destroy(s));
+  /* Host memory is either side of a copy, as with cudaMemcpyDefault. */
+  char other[256];
+  OK(gp_memcpy(other, host, sizeof host));
+  ck_assert_int_eq(memcmp(other, host, sizeof host), 0);
+  still_usable();
+}
+END_TEST
+
+/* Memory gpuport neither allocated nor registered (malloc, the stack) is not device memory: a
+ * set or a peer copy of it fails (cudaMemset, cudaMemcpyPeer: cudaErrorInvalidValue), naming
+ * the argument and saying so. Pinned, managed and registered host memory are device-accessible. */
+START_TEST(host_memory_is_not_device_memory) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(!is_cpu(), "only the cpu backend knows every device-accessible byte (HMM and ATS make "
+                     "host memory device-accessible on some GPU systems)");
+  char *m = malloc(256), *d = NULL, *h = NULL, *mg = NULL;
+  ck_assert_ptr_nonnull(m);
+  FAILS(gp_memset(m, 0, 256), GP_ERROR_INVALID_VALUE, "'ptr'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "not device-accessible"));
+  FAILS(gp_memset_async(m, 0, 256, NULL), GP_ERROR_INVALID_VALUE, "'ptr'");
+  FAILS(gp_memset_d32(m, 0, 64), GP_ERROR_INVALID_VALUE, "'ptr'");
+  OK(gp_malloc((void **)&d, 256));
+  FAILS(gp_memcpy_peer(m, 0, d, 0, 256), GP_ERROR_INVALID_VALUE, "'dst'");
+  FAILS(gp_memcpy_peer(d, 0, m, 0, 256), GP_ERROR_INVALID_VALUE, "'src'");
+  OK(gp_memcpy(d, m, 256)); /* host to device */
+  OK(gp_memcpy(m, d, 256));
+  OK(gp_malloc_host((void **)&h, 256));
+  OK(gp_malloc_managed((void **)&mg, 256));
+  OK(gp_memset(h, 1, 256));
+  OK(gp_memset(mg, 2, 256));
+  OK(gp_host_register(m, 256));
+  OK(gp_memset(m, 3, 256));
+  OK(gp_memcpy_peer(m, 0, d, 0, 256));
+  OK(gp_host_unregister(m));
+  FAILS(gp_memset(m, 0, 256), GP_ERROR_INVALID_VALUE, "'ptr'");
+  OK(gp_free(d));
+  OK(gp_free_host(h));
+  OK(gp_free(mg));
+  free(m);
+  still_usable();
+}
+END_TEST
+
 /* ---- pointer attributes ------------------------------------------------------------------ */
 
 START_TEST(pointer_attributes) {
@@ -493,6 +568,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, memset_family);
   tcase_add_test(tc, pointer_attributes);
   tcase_add_test(tc, threads_alloc_free);
+  tcase_add_test(tc, freed_device_memory_refused);
+  tcase_add_test(tc, host_memory_is_not_device_memory);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -809,6 +809,110 @@ START_TEST(launch_rejects_bad_configurations) {
 }
 END_TEST
 
+/* ---- the device rules of CUDA's "Stream and Event Behavior" ------------------------------- */
+
+GP_KERNEL_DECLARE(kt_vadd);
+
+static gp_status_t launch_vadd(int n, const float *a, const float *b, float *c, gp_stream_t s) {
+  void *args[] = {&n, &a, &b, &c};
+  return gp_launch(GP_KERNEL_REF(kt_vadd), gp_dim3(1, 1, 1), gp_dim3(64, 1, 1), 0, s, args);
+}
+
+/* Kernel work goes into a stream of the current device: a launch (and GEMM, attention)
+ * into another device's stream is refused as CUDA refuses it
+ * (cudaErrorInvalidResourceHandle), naming the stream; copies (which CUDA allows there),
+ * sets, host functions and event waits on another device's stream stay allowed. */
+START_TEST(launch_into_other_device_stream) {
+  NEED_DEVICES(2, n);
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "the GPU backends leave the rule to the native runtime (CUDA: cudaErrorInvalidResourceHandle)");
+  enum { N = 64 };
+  gp_stream_t s1 = NULL;
+  float *a = NULL, *c = NULL, h[N];
+  OK(gp_device_set(1));
+  OK(gp_stream_create(&s1));
+  OK(gp_malloc((void **)&a, N * sizeof(float)));
+  OK(gp_malloc((void **)&c, N * sizeof(float)));
+  OK(gp_device_set(0));
+  for (int i = 0; i < N; i++) h[i] = (float)i;
+  OK(gp_memcpy_async(a, h, sizeof h, s1)); /* a copy may use another device's stream */
+  OK(gp_memset_async(c, 0, sizeof h, s1));
+  atomic_int ran = 0;
+  OK(gp_launch_host_func(s1, count_up, &ran));
+  FAILS(launch_vadd(N, a, a, c, s1), GP_ERROR_INVALID_HANDLE, "'stream'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "device 1"));
+  gp_launch_config_t cfg;
+  gp_launch_config_init(&cfg);
+  cfg.grid = gp_dim3(1, 1, 1);
+  cfg.block = gp_dim3(64, 1, 1);
+  cfg.stream = s1;
+  int nn = N;
+  void *args[] = {&nn, &a, &a, &c};
+  FAILS(gp_launch_ex(GP_KERNEL_REF(kt_vadd), &cfg, args), GP_ERROR_INVALID_HANDLE, "'stream'");
+  FAILS(gp_gemm(s1, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, 8, 8, 1, 1.0f, a, GP_F32, 1, a, GP_F32, 8, 0.0f,
+                c, GP_F32, 8),
+        GP_ERROR_INVALID_HANDLE, "'stream'");
+  gp_attention_desc_t d;
+  gp_attention_desc_init(&d);
+  d.dtype = GP_F32;
+  d.batch = d.seqlen_q = d.seqlen_k = d.heads_q = d.heads_kv = 1;
+  d.head_dim = 8;
+  d.q = d.k = d.v = a;
+  d.o = c;
+  FAILS(gp_attention_fwd(s1, &d), GP_ERROR_INVALID_HANDLE, "'stream'");
+  /* The default streams are the current device's: fine from either device. */
+  OK(launch_vadd(N, a, a, c, NULL));
+  OK(gp_device_synchronize());
+  /* With device 1 current the launch into its stream runs. */
+  OK(gp_device_set(1));
+  OK(launch_vadd(N, a, a, c, s1));
+  OK(gp_stream_synchronize(s1));
+  OK(gp_memcpy(h, c, sizeof h));
+  for (int i = 0; i < N; i++) ck_assert_float_eq(h[i], 2.0f * (float)i);
+  ck_assert_int_eq(atomic_load(&ran), 1);
+  OK(gp_device_set(0));
+  OK(gp_free(a));
+  OK(gp_free(c));
+  OK(gp_stream_destroy(s1));
+}
+END_TEST
+
+/* An event is recorded into a stream of its own device (cudaEventRecord:
+ * cudaErrorInvalidResourceHandle otherwise), whichever device is current; a stream may
+ * wait for another device's event, and an event of another device may be queried and
+ * waited for. */
+START_TEST(event_record_other_device) {
+  NEED_DEVICES(2, n);
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU,
+          "the GPU backends leave the rule to the native runtime (CUDA: cudaErrorInvalidResourceHandle)");
+  gp_stream_t s0 = NULL, s1 = NULL;
+  gp_event_t e1 = NULL;
+  OK(gp_device_set(0));
+  OK(gp_stream_create(&s0));
+  OK(gp_device_set(1));
+  OK(gp_stream_create(&s1));
+  OK(gp_event_create(&e1));
+  OK(gp_device_set(0));
+  FAILS(gp_event_record(e1, s0), GP_ERROR_INVALID_HANDLE, "'event'");
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "'stream'"));
+  FAILS(gp_event_record(e1, NULL), GP_ERROR_INVALID_HANDLE, "'event'"); /* device 0's stream */
+  FAILS(gp_event_record(e1, GP_STREAM_PER_THREAD), GP_ERROR_INVALID_HANDLE, "'event'");
+  OK(gp_event_record(e1, s1)); /* its own device's stream, device 0 current */
+  OK(gp_stream_wait_event(s0, e1));
+  OK(gp_stream_wait_event(NULL, e1));
+  OK(gp_event_synchronize(e1));
+  OK(gp_event_query(e1));
+  OK(gp_stream_synchronize(s0));
+  OK(gp_device_set(1));
+  OK(gp_event_record(e1, NULL)); /* device 1's default stream */
+  OK(gp_event_synchronize(e1));
+  OK(gp_device_set(0));
+  OK(gp_event_destroy(e1));
+  OK(gp_stream_destroy(s0));
+  OK(gp_stream_destroy(s1));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("stream");
   TCase *tc = tcase_create("stream");
@@ -834,6 +938,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads_share_streams);
   tcase_add_test(tc, fork_child_starts_afresh);
   tcase_add_test(tc, launch_rejects_bad_configurations);
+  tcase_add_test(tc, launch_into_other_device_stream);
+  tcase_add_test(tc, event_record_other_device);
   suite_add_tcase(s, tc);
   return s;
 }

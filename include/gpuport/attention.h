@@ -96,8 +96,9 @@ static inline void gp_attention_desc_init(gp_attention_desc_t *d) {
  * the bound it breaks; on a GPU the kernel traps, which like any device trap leaves the
  * device's context unusable (CUDA, HIP: a sticky error). The end of a packed tensor is
  * known where gpuport allocated or registered its memory (gp_malloc(), gp_malloc_host(),
- * gp_malloc_managed(), gp_host_register()); in memory gpuport does not know, only the
- * first two bounds are checked, and the caller keeps the sequences inside the tensors.
+ * gp_malloc_managed(), gp_host_register()); in memory gpuport does not know (on cuda and
+ * hip, memory of other libraries: the cpu backend refuses such memory), only the first
+ * two bounds are checked, and the caller keeps the sequences inside the tensors.
  *
  * @param[in] stream the stream.
  * @param[in] desc the call; see ::gp_attention_desc_t for shapes and masks.
@@ -106,11 +107,15 @@ static inline void gp_attention_desc_init(gp_attention_desc_t *d) {
  *         one of cu_seqlens_q / cu_seqlens_k set, window below -1, a tensor whose
  *         address is not a multiple of its element size: q, k, v, o of the dtype's, lse
  *         and cu_seqlens of 4 bytes; a tensor or the cu_seqlens arrays running past their
- *         allocation; asynchronously, from the next
+ *         allocation; on the cpu backend, a tensor in device memory already freed, or in
+ *         memory gpuport neither allocated nor registered (plain malloc), which is not
+ *         device-accessible: a GPU faults on it; the message names the tensor;
+ *         asynchronously, from the next
  *         synchronising call: varlen offsets that break the rule above, on the cpu
  *         backend's host implementation); ::GP_ERROR_LAUNCH_FAILED (asynchronously:
  *         such offsets, read by a kernel); ::GP_ERROR_NOT_SUPPORTED (dtype);
- *         ::GP_ERROR_INVALID_HANDLE (stream).
+ *         ::GP_ERROR_INVALID_HANDLE (a destroyed stream, or a stream of another device
+ *         than the current one: attention is kernel work, see gp_launch()).
  */
 GP_API gp_status_t gp_attention_fwd(gp_stream_t stream, const gp_attention_desc_t *desc);
 
@@ -151,7 +156,10 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  * Layouts: @p d_o has o's shape and strides (desc->o_*_stride), @p dq, @p dk and @p dv
  * have q's, k's and v's (so with q, k and v slices of one packed tensor, dq, dk and dv
  * are slices of one packed gradient tensor, as FlashAttention's qkv-packed backward
- * gives); all in desc->dtype. Gradients must not overlap each other or the inputs.
+ * gives); all in desc->dtype. Gradients must not overlap each other, the inputs or the
+ * workspace: a call where one provably does (the same address; dense tensors whose
+ * bytes intersect; tensors of one layout less than a contiguous row apart) is refused,
+ * naming both; strided tensors that interleave without sharing an element are fine.
  * desc->o and desc->lse must hold the forward's outputs for the same descriptor (the
  * forward must have been run with lse set).
  *
@@ -176,8 +184,11 @@ GP_API gp_status_t gp_attention_bwd_workspace_size(const gp_attention_desc_t *de
  * @param[in] workspace_bytes its size.
  * @return GP_SUCCESS; GP_ERROR_INVALID_VALUE (what gp_attention_fwd() rejects, desc->lse
  *         NULL, a NULL gradient or workspace, a gradient or d_o not aligned to its
- *         elements, a workspace smaller than needed or not 16-byte aligned, a tensor or the workspace running past the end of its allocation);
- *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream). Varlen
+ *         elements, a workspace smaller than needed or not 16-byte aligned, a tensor or the workspace running past the end of its allocation,
+ *         a gradient or the workspace overlapping another gradient, an input or the
+ *         workspace (the message names both), and the memory gp_attention_fwd() refuses);
+ *         GP_ERROR_NOT_SUPPORTED (dtype); GP_ERROR_INVALID_HANDLE (stream, as
+ *         gp_attention_fwd()). Varlen
  *         offsets follow gp_attention_fwd()'s rule, with the gradients bounding the
  *         sequences as the tensors they mirror do (d_o and dq as o and q, dk and dv as k
  *         and v) and each sequence's rows also inside the workspace

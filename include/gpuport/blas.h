@@ -123,8 +123,13 @@ static inline void gp_gemm_desc_init(gp_gemm_desc_t *d) {
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (negative sizes, leading dimension below
  *         its minimum, NULL matrix with a non-empty product, bad layout or op, a matrix
  *         whose address is not a multiple of its element size: a GPU faults on such
- *         loads, CUDA C++ Programming Guide, "Device Memory Accesses");
- *         ::GP_ERROR_NOT_SUPPORTED (type combination); ::GP_ERROR_INVALID_HANDLE (stream).
+ *         loads, CUDA C++ Programming Guide, "Device Memory Accesses"; a matrix running
+ *         past its gpuport allocation; on the cpu backend, a matrix in device memory
+ *         already freed, or in memory gpuport neither allocated nor registered (plain
+ *         malloc), which is not device-accessible: a GPU faults on it; the message names
+ *         the matrix); ::GP_ERROR_NOT_SUPPORTED (type combination);
+ *         ::GP_ERROR_INVALID_HANDLE (a destroyed stream, or a stream of another device
+ *         than the current one: a GEMM is kernel work, see gp_launch()).
  */
 GP_API gp_status_t gp_gemm(gp_stream_t stream, gp_layout_t layout, gp_op_t transa, gp_op_t transb,
                            int64_t m, int64_t n, int64_t k, float alpha, const void *a,

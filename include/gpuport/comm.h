@@ -295,7 +295,10 @@ GP_API gp_status_t gp_comm_get_async_error(gp_comm_t comm, gp_status_t *status);
  *            default stream, which must be the communicator's device).
  * @return ::GP_SUCCESS (enqueued); ::GP_ERROR_INVALID_VALUE (NULL buffers with count > 0,
  *         bad dtype or op, a buffer range past its allocation, a stream of another
- *         device); ::GP_ERROR_INVALID_HANDLE (@p comm or @p stream);
+ *         device; on the cpu backend, a buffer in device memory already freed, or in
+ *         memory gpuport neither allocated nor registered (plain malloc, the stack),
+ *         which is not device-accessible: NCCL's kernels fault on it; the message names
+ *         the buffer); ::GP_ERROR_INVALID_HANDLE (@p comm or @p stream);
  *         ::GP_ERROR_NOT_SUPPORTED (dtype on this backend); the communicator's error
  *         (::GP_ERROR_COMM, ::GP_ERROR_TIMEOUT) once it has failed.
  */

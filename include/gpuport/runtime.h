@@ -210,8 +210,10 @@ GP_API gp_status_t gp_malloc(void **ptr, size_t bytes);
  * @param[in] ptr the pointer returned by the allocation.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE for a pointer gpuport did not allocate
  *         (including memory from the native cudaMalloc/hipMalloc: the message says to
- *         free it with the native call), freed twice, not the start of an allocation,
- *         or allocated with another function (gp_malloc_host).
+ *         free it with the native call), freed twice (on the cpu backend the message says
+ *         so for the latest frees: see docs/PORTING.md "The cpu backend refuses what a GPU
+ *         refuses"), not the start of an allocation, or allocated with another function
+ *         (gp_malloc_host).
  */
 GP_API gp_status_t gp_free(void *ptr);
 
@@ -295,8 +297,11 @@ GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream);
  * @param[out] dst destination (host or device).
  * @param[in] src source (host or device).
  * @param[in] bytes size in bytes; 0 is a no-op.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL with bytes > 0, or a range that
- *         runs past the end of a gpuport allocation), or an asynchronous error of earlier work.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL with bytes > 0, a range that runs
+ *         past the end of a gpuport allocation, or, on the cpu backend, a pointer into
+ *         device memory already freed: cudaMemcpy's cudaErrorInvalidValue for a pointer
+ *         that is no longer a device allocation; the message names the argument), or an
+ *         asynchronous error of earlier work. Plain host memory is a valid side of a copy.
  */
 GP_API gp_status_t gp_memcpy(void *dst, const void *src, size_t bytes);
 
@@ -317,7 +322,8 @@ GP_API gp_status_t gp_memcpy_async(void *dst, const void *src, size_t bytes, gp_
  * @param[in] spitch >= @p width_bytes.
  * @param[in] width_bytes bytes per row.
  * @param[in] height rows.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, pitch < width).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, pitch < width, and what
+ *         gp_memcpy() refuses).
  */
 GP_API gp_status_t gp_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
                                 size_t width_bytes, size_t height);
@@ -334,7 +340,10 @@ GP_API gp_status_t gp_memcpy_2d_async(void *dst, size_t dpitch, const void *src,
  * @param[in] src device memory on @p src_device.
  * @param[in] src_device ordinal.
  * @param[in] bytes size in bytes.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_DEVICE.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (what gp_memcpy() refuses; a gpuport
+ *         allocation of another device than the one named; on the cpu backend, memory
+ *         gpuport neither allocated nor registered, which is not device memory:
+ *         cudaMemcpyPeer's cudaErrorInvalidValue), ::GP_ERROR_INVALID_DEVICE.
  */
 GP_API gp_status_t gp_memcpy_peer(void *dst, int dst_device, const void *src, int src_device,
                                   size_t bytes);
@@ -346,10 +355,14 @@ GP_API gp_status_t gp_memcpy_peer_async(void *dst, int dst_device, const void *s
 
 /**
  * @brief Sets @p bytes bytes at @p ptr to the byte @p value (cudaMemset).
- * @param[out] ptr device, managed or host memory.
+ * @param[out] ptr device or managed memory, or host memory from gp_malloc_host() or
+ *            gp_host_register().
  * @param[in] value the byte value (low 8 bits used).
  * @param[in] bytes count in bytes.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL with bytes > 0, range past an allocation).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL with bytes > 0, range past an
+ *         allocation; on the cpu backend, device memory already freed, or memory gpuport
+ *         neither allocated nor registered (plain malloc), which is not device-accessible:
+ *         cudaMemset's cudaErrorInvalidValue; the message names @p ptr).
  */
 GP_API gp_status_t gp_memset(void *ptr, int value, size_t bytes);
 
@@ -359,10 +372,11 @@ GP_API gp_status_t gp_memset_async(void *ptr, int value, size_t bytes, gp_stream
 
 /**
  * @brief Sets @p count 32-bit words at @p ptr to @p value (cuMemsetD32).
- * @param[out] ptr 4-byte aligned memory.
+ * @param[out] ptr 4-byte aligned memory, as for gp_memset().
  * @param[in] value the word.
  * @param[in] count number of 32-bit elements (not bytes).
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, misaligned).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, misaligned, and what gp_memset()
+ *         refuses).
  */
 GP_API gp_status_t gp_memset_d32(void *ptr, uint32_t value, size_t count);
 
@@ -385,8 +399,9 @@ typedef const struct gp_symbol_s *gp_symbol_t;
  * @param[in] bytes size in bytes; 0 is a no-op.
  * @param[in] offset byte offset into the variable; @p offset + @p bytes must not exceed
  *            the variable's size.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL pointer with bytes > 0, or a range
- *         past the end of the variable), ::GP_ERROR_INVALID_HANDLE (not a symbol
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL pointer with bytes > 0, a range
+ *         past the end of the variable, or what gp_memcpy() refuses of @p src),
+ *         ::GP_ERROR_INVALID_HANDLE (not a symbol
  *         descriptor), ::GP_ERROR_INVALID_IMAGE (built for another backend), or an
  *         asynchronous error of earlier work.
  */
@@ -609,8 +624,14 @@ GP_API gp_status_t gp_event_create_with_flags(gp_event_t *event, unsigned flags)
 
 /**
  * @brief Records @p event in @p stream: it completes when earlier work on the stream
- *        does (cudaEventRecord).
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
+ *        does (cudaEventRecord). The stream must belong to the device the event was
+ *        created on (the default streams: the current device), whichever device is
+ *        current; a stream of another device may wait for the event
+ *        (gp_stream_wait_event()).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE (a destroyed or foreign handle; the
+ *         event and the stream of different devices, as cudaEventRecord's
+ *         cudaErrorInvalidResourceHandle: on the cpu backend gpuport says so, naming both;
+ *         on cuda/hip the native runtime refuses).
  */
 GP_API gp_status_t gp_event_record(gp_event_t event, gp_stream_t stream);
 
@@ -672,12 +693,16 @@ typedef const struct gp_kernel_s *gp_kernel_t;
  * @param[in] grid blocks per dimension, each >= 1 and within max_grid_dim.
  * @param[in] block threads per dimension; the product at most max_threads_per_block.
  * @param[in] dynamic_shared_bytes bytes of dynamic shared memory per block.
- * @param[in] stream the stream.
+ * @param[in] stream the stream: one of the current device (the default streams are).
  * @param[in] args array of pointers to each argument, as cudaLaunchKernel; may be NULL
- *            only for a kernel without parameters.
+ *            only for a kernel without parameters. Pointer arguments are not checked
+ *            (nor are they by CUDA).
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL kernel or args),
  *         ::GP_ERROR_INVALID_HANDLE (not a kernel of this program or of a loaded module:
- *         the descriptor is looked up before it is read),
+ *         the descriptor is looked up before it is read; a destroyed stream; a stream of
+ *         another device than the current one, as cudaLaunchKernel's
+ *         cudaErrorInvalidResourceHandle: on the cpu backend the message names 'stream'
+ *         and both devices, on cuda/hip the native runtime refuses),
  *         ::GP_ERROR_INVALID_CONFIGURATION (zero or oversize dimensions, too much shared
  *         memory), ::GP_ERROR_INVALID_IMAGE (kernel built for another backend). Faults
  *         during the run are reported asynchronously (::GP_ERROR_LAUNCH_FAILED), and so is

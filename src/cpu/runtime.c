@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "cpu.h"
 #include "exec.h"
@@ -41,6 +42,8 @@
 #endif
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void freed_atfork_prepare(void);
+static void freed_atfork_release(void);
 static int g_ndev = 1;
 static size_t g_total;                                 /* bytes per virtual device */
 static _Atomic size_t g_used[GP__CPU_MAX_DEVICES];     /* device + managed bytes in use */
@@ -59,6 +62,9 @@ static void init_once(void) {
    * must take its lock before the registry's: fork runs prepare handlers in reverse
    * order of installation, so the registry's (installed at its first use) goes first. */
   (void)gp__alloc_find(&g_once, NULL);
+  /* The held-back frees' lock is a leaf, like the registry's: installed before the
+   * stream layer's, its prepare handler runs after the stream layer's. */
+  pthread_atfork(freed_atfork_prepare, freed_atfork_release, freed_atfork_release);
   gp__cpu_streams_init(g_ndev);
   GP__INFO(GP__SUB_INIT, "cpu backend: %d virtual device(s), %zu bytes each", g_ndev, g_total);
 }
@@ -196,13 +202,113 @@ static gp_status_t device_alloc(void **ptr, size_t bytes, int dev, const char *w
   return GP_SUCCESS;
 }
 
+/* ---- freed device memory -------------------------------------------------------------- */
+/* Device memory is host memory here: an address gp_free released could come back at once
+ * from the host's malloc, as the application's own memory, and a copy into the freed
+ * allocation would then succeed (a GPU refuses it: cudaMemcpy returns cudaErrorInvalidValue
+ * for a pointer that is no longer a device allocation). So the latest releases are held
+ * back: their blocks stay allocated, unreachable to the host's malloc, until newer ones
+ * push them out, and gp__be_pointer_freed names them, which lets the api layer refuse a
+ * use of freed device memory (gp__api_check_range) and tell a double free. Bounds: at most
+ * GP__FREED_MAX blocks, GP__FREED_SPAN bytes of address space and GP__FREED_RESIDENT bytes
+ * still resident (the whole pages inside a block of GP__FREED_RELEASE bytes or more go
+ * back to the kernel at once: madvise(MADV_DONTNEED)); a block larger than the span is
+ * freed at once. Under AddressSanitizer a held block stays poisoned, so a kernel that
+ * reads or writes it through a stale pointer is still reported. */
+#define GP__FREED_MAX 1024
+#define GP__FREED_SPAN ((size_t)1 << 30)
+#define GP__FREED_RESIDENT ((size_t)32 << 20)
+#define GP__FREED_RELEASE ((size_t)64 << 10)
+
+typedef struct freed_block {
+  void *raw;       /* the block posix_memalign gave */
+  char *ptr;       /* what gp_malloc handed out */
+  size_t bytes;    /* its size */
+  size_t resident; /* bytes of it not given back to the kernel */
+  int device;
+} freed_block_t;
+
+/* A ring, oldest first, under a leaf lock (nothing is called while it is held). */
+static struct {
+  pthread_mutex_t mu;
+  freed_block_t ring[GP__FREED_MAX];
+  size_t first, count, span, resident;
+} g_freed = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void freed_atfork_prepare(void) { pthread_mutex_lock(&g_freed.mu); }
+static void freed_atfork_release(void) { pthread_mutex_unlock(&g_freed.mu); }
+
+static void freed_release(const freed_block_t *b) {
+  GP__UNPOISON(b->raw, GP__CPU_ALIGN + b->bytes);
+  free(b->raw);
+}
+
+/* Gives the whole pages inside [p, p + bytes) back to the kernel (they read as zero if
+ * touched again); returns the bytes given back. */
+static size_t release_pages(char *p, size_t bytes) {
+  const long ps = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+  const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+  const uintptr_t hi = ((uintptr_t)p + bytes) & ~(page - 1);
+  if (hi <= lo || madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0) return 0;
+  return hi - lo;
+}
+
+static void freed_hold(void *raw, char *ptr, size_t bytes, int device) {
+  if (bytes > GP__FREED_SPAN) {
+    free(raw);
+    return;
+  }
+  freed_block_t b = {raw, ptr, bytes, bytes, device};
+  if (bytes >= GP__FREED_RELEASE) b.resident -= release_pages(ptr, bytes);
+  GP__POISON(raw, GP__CPU_ALIGN + bytes);
+  for (;;) {
+    pthread_mutex_lock(&g_freed.mu);
+    if (g_freed.count > 0 &&
+        (g_freed.count == GP__FREED_MAX || g_freed.span + bytes > GP__FREED_SPAN ||
+         g_freed.resident + b.resident > GP__FREED_RESIDENT)) {
+      const freed_block_t old = g_freed.ring[g_freed.first]; /* the oldest makes room */
+      g_freed.first = (g_freed.first + 1) % GP__FREED_MAX;
+      g_freed.count--;
+      g_freed.span -= old.bytes;
+      g_freed.resident -= old.resident;
+      pthread_mutex_unlock(&g_freed.mu);
+      freed_release(&old); /* outside the lock */
+      continue;
+    }
+    g_freed.ring[(g_freed.first + g_freed.count) % GP__FREED_MAX] = b;
+    g_freed.count++;
+    g_freed.span += bytes;
+    g_freed.resident += b.resident;
+    pthread_mutex_unlock(&g_freed.mu);
+    return;
+  }
+}
+
+bool gp__be_pointer_freed(const void *ptr, gp__alloc_info_t *info) {
+  const uintptr_t p = (uintptr_t)ptr;
+  bool found = false;
+  pthread_mutex_lock(&g_freed.mu);
+  for (size_t i = 0; i < g_freed.count && !found; i++) {
+    const freed_block_t *b = &g_freed.ring[(g_freed.first + i) % GP__FREED_MAX];
+    if (p - (uintptr_t)b->ptr < b->bytes || p == (uintptr_t)b->ptr) {
+      found = true;
+      if (info) *info = (gp__alloc_info_t){b->ptr, b->bytes, GP__ALLOC_DEVICE, b->device};
+    }
+  }
+  pthread_mutex_unlock(&g_freed.mu);
+  return found;
+}
+
 void gp__cpu_device_free(void *ptr) {
   void *raw = (char *)ptr - GP__CPU_ALIGN;
   GP__UNPOISON(raw, GP__CPU_ALIGN);
   mem_hdr_t *h = (mem_hdr_t *)raw;
-  atomic_fetch_sub(&g_used[h->device], h->bytes);
+  const size_t bytes = h->bytes;
+  const int dev = h->device;
+  atomic_fetch_sub(&g_used[dev], bytes);
   h->magic = 0;
-  free(raw);
+  freed_hold(raw, (char *)ptr, bytes, dev);
 }
 
 gp_status_t gp__be_malloc(void **ptr, size_t bytes) {

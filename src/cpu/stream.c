@@ -1204,6 +1204,8 @@ int gp__cpu_stream_device(gp_stream_t h) {
   return h->kind == S_WRAPPER ? h->target->device : h->device;
 }
 
+int gp__be_stream_device(gp_stream_t h) { return gp__cpu_stream_device(h); }
+
 void *gp__be_stream_native(gp_stream_t s) {
   if (s == NULL || s == GP_STREAM_LEGACY || s == GP_STREAM_PER_THREAD) return s;
   return s->kind == S_WRAPPER ? s->target : s;
@@ -1505,6 +1507,8 @@ gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end)
 }
 
 void *gp__be_event_native(gp_event_t event) { return event_get(event); }
+
+int gp__be_event_device(gp_event_t event) { return event_get(event)->device; }
 
 gp_status_t gp__be_event_wrap(gp_event_t *event, void *native) {
   struct gp_event_s *target = (struct gp_event_s *)(uintptr_t)wrap_target(native, GP__H_EVENT);

@@ -158,6 +158,14 @@ gp_status_t gp__be_launch_host_func(gp_stream_t s, void (*fn)(void *), void *use
 
 void *gp__be_stream_native(gp_stream_t s) { return (void *)gp__gpu_stream(s); }
 
+/* The native runtime applies the device rules of launches and event records itself
+ * (cudaErrorInvalidResourceHandle -> GP_ERROR_INVALID_HANDLE, errors.c); and the device
+ * of a wrapped native stream or event is the native runtime's to know. */
+int gp__be_stream_device(gp_stream_t s) {
+  (void)s;
+  return -1;
+}
+
 gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native) {
   struct gp_stream_s *s = calloc(1, sizeof(*s));
   if (!s) return GP__GPU_ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory for a stream wrapper");
@@ -236,6 +244,11 @@ gp_status_t gp__be_event_elapsed_ms(float *ms, gp_event_t start, gp_event_t end)
 }
 
 void *gp__be_event_native(gp_event_t ev) { return (void *)ev->native; }
+
+int gp__be_event_device(gp_event_t ev) {
+  (void)ev; /* as gp__be_stream_device */
+  return -1;
+}
 
 gp_status_t gp__be_event_wrap(gp_event_t *event, void *native) {
   struct gp_event_s *ev = calloc(1, sizeof(*ev));
