@@ -198,7 +198,10 @@ START_TEST(late_rank_times_out) {
   gp_comm_t comm = NULL;
   OK(gp_comm_init_mpi(&comm, MPI_COMM_WORLD));
   unsetenv("GP_COMM_TIMEOUT_S");
-  static float x[8]; /* outlives the abandoned request */
+  /* Device-accessible (the cpu backend refuses plain host memory, as a GPU would), and
+   * never freed: it outlives the abandoned request. */
+  static float *x;
+  if (!x) OK(gp_malloc_host((void **)&x, 8 * sizeof(float)));
   for (int i = 0; i < 8; i++) x[i] = 1;
   if (g_rank != 0) {
     struct timespec t0, t1;
