@@ -5,6 +5,7 @@
  * gp_kernel_set_max_dynamic_shared(), which every backend's launch check reads.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "api.h"
 #include "launch.h"
@@ -200,13 +201,35 @@ GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t b
   return shmem_table_set(kernel, bytes);
 }
 
+/* Names handed out by gp_kernel_name, copied once and kept for the process: a module's
+ * kernel names live in its object, and a caller reading one while another thread unloads
+ * the module would read unmapped memory. Few distinct names exist, so a list does. */
+static pthread_mutex_t g_names_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **g_names;
+static size_t g_nnames, g_names_cap;
+
+static const char *intern_name(const char *name) {
+  const char *out = NULL;
+  pthread_mutex_lock(&g_names_mu);
+  for (size_t i = 0; i < g_nnames && !out; i++)
+    if (strcmp(g_names[i], name) == 0) out = g_names[i];
+  if (!out && g_nnames == g_names_cap) {
+    const size_t cap = g_names_cap ? 2 * g_names_cap : 64;
+    char **grown = realloc(g_names, cap * sizeof *grown);
+    if (grown) g_names = grown, g_names_cap = cap;
+  }
+  if (!out && g_nnames < g_names_cap && (g_names[g_nnames] = strdup(name)) != NULL) out = g_names[g_nnames++];
+  pthread_mutex_unlock(&g_names_mu);
+  return out;
+}
+
 GP_API const char *gp_kernel_name(gp_kernel_t kernel) {
-  /* The name lives in the kernel's object: valid while the module (if any) is loaded,
-   * which the reference guarantees while it is read here. */
+  /* The name lives in the kernel's object: read (and copied) under the module's
+   * reference, while the object is surely mapped. */
   GP__MODULE_REF gp_module_t owner = NULL;
-  if (!gp__desc_find(kernel, GP__DESC_KERNEL, &owner) || kernel->magic != GP_KERNEL_MAGIC)
+  if (!gp__desc_find(kernel, GP__DESC_KERNEL, &owner) || kernel->magic != GP_KERNEL_MAGIC || !kernel->name)
     return NULL;
-  return kernel->name;
+  return intern_name(kernel->name);
 }
 
 /* ---- extended launch and occupancy ------------------------------------------------------ */

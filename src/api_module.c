@@ -80,9 +80,10 @@ GP_API gp_status_t gp_module_unload(gp_module_t module) {
     return GP__ERR(GP_ERROR_INVALID_HANDLE, "'module' (%p) was unloaded concurrently",
                    (void *)module);
   }
-  /* Its kernels are invalid from now on; the object goes when the last call using the
-   * module (a launch of one of its kernels, queued work) lets it go. */
-  gp__desc_drop_owner(module);
+  /* Its kernels are invalid from now on (a descriptor lookup needs a live owner); their
+   * entries stay until the object goes, when the last call using the module (a launch
+   * of one of its kernels, queued work) lets it go: a launch being enqueued meanwhile
+   * still finds its module to hold (gp__desc_hold). */
   return gp__handle_release(module);
 }
 

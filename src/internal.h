@@ -193,6 +193,10 @@ void gp__desc_adopt_range(uintptr_t lo, uintptr_t hi, gp_module_t owner);
  * *owner receives that module with a reference taken (release it with
  * gp__handle_release), else NULL. owner may be NULL when no reference is wanted. */
 bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner);
+/* gp__desc_find for a caller that already holds d's module (an api call that checked the
+ * kernel, enqueueing its launch): the reference is taken even when the module was
+ * unloaded meanwhile, so queued work keeps the code mapped until it has run. */
+bool gp__desc_hold(const void *d, gp__desc_kind_t kind, gp_module_t *owner);
 
 /* ---- the calling thread's state (src/thread.c) ------------------------------------ */
 /* The library keeps no thread-local variable but the CPU executor's context
@@ -206,6 +210,7 @@ typedef struct gp__thread {
   char message[GP__MSG_LEN];         /* the last failure's message (status.c) */
   int device;                        /* the current device (registry.c) */
   int in_host_fn;                    /* cpu: depth of host functions running (cpu/stream.c) */
+  int stream_worker;                 /* cpu: this thread is a stream's worker (cpu/stream.c) */
   gp_device_props_t props;           /* properties beyond api_device.c's cache */
   struct gp__comm_group *comm_group; /* the open gp_group_start, made on first use (comm.c) */
 } gp__thread_t;

@@ -356,12 +356,39 @@ void gp__desc_drop_range(uintptr_t lo, uintptr_t hi) {
 
 void gp__desc_adopt_range(uintptr_t lo, uintptr_t hi, gp_module_t owner) {
   table_lock(&descs);
-  for (size_t i = desc_lower(lo), b = desc_lower(hi); i < b; i++)
-    if (desc_at(i)->owner == NULL) desc_at(i)->owner = owner;
+  for (size_t i = desc_lower(lo); i < descs.count && (uintptr_t)desc_at(i)->d < hi; i++) {
+    desc_entry_t *e = desc_at(i);
+    if (e->owner == NULL) {
+      e->owner = owner;
+      continue;
+    }
+    /* The object is another module's too (loaded again while that one is still held):
+     * each module owns the descriptors, so either one's reference keeps them mapped. */
+    bool present = false;
+    for (size_t j = desc_lower((uintptr_t)e->d); j < descs.count && desc_at(j)->d == e->d; j++)
+      present = present || desc_at(j)->owner == owner;
+    if (!present) {
+      desc_entry_t n = {e->d, owner, e->kind};
+      (void)table_insert(&descs, &n); /* after e's equal range; visited later, found present */
+    }
+  }
   table_unlock(&descs);
 }
 
-bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner) {
+/* Another reference on handle h of kind, dead or not, while it still exists (a caller
+ * that holds one can always take more: the object cannot be finalised meanwhile). */
+static bool handle_retain(const void *h, gp__handle_kind_t kind) {
+  table_lock(&handles);
+  size_t i = find_exact(&handles, (uintptr_t)h);
+  bool ok = i != SIZE_MAX && handle_at(i)->kind == kind;
+  if (ok) handle_at(i)->refs++;
+  table_unlock(&handles);
+  return ok;
+}
+
+/* gp__desc_find and gp__desc_hold: with dead set, a module already unloaded but still
+ * referenced hands out a reference too. */
+static bool desc_lookup(const void *d, gp__desc_kind_t kind, gp_module_t *owner, bool dead) {
   if (owner) *owner = NULL;
   if (d == NULL) return false;
   bool linked = false, held = false;
@@ -373,7 +400,8 @@ bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner) {
     if (e->kind != kind) continue;
     if (e->owner == NULL) {
       linked = true;
-    } else if (!held && owner && gp__handle_acquire(e->owner, GP__H_MODULE)) {
+    } else if (!held && owner &&
+               (dead ? handle_retain(e->owner, GP__H_MODULE) : gp__handle_acquire(e->owner, GP__H_MODULE))) {
       *owner = e->owner;
       held = true;
     } else if (!owner && handle_live(e->owner, GP__H_MODULE)) {
@@ -382,6 +410,18 @@ bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner) {
   }
   table_unlock(&descs);
   return linked || held;
+}
+
+bool gp__desc_find(const void *d, gp__desc_kind_t kind, gp_module_t *owner) {
+  return desc_lookup(d, kind, owner, false);
+}
+
+bool gp__desc_hold(const void *d, gp__desc_kind_t kind, gp_module_t *owner) {
+  /* A live module first: the same object loaded again (a module compiled from the same
+   * source while an unloaded one is still held) gives descriptors two owners, and the
+   * caller holds the live one. */
+  if (desc_lookup(d, kind, owner, false) && (owner == NULL || *owner != NULL)) return true;
+  return desc_lookup(d, kind, owner, true);
 }
 
 /* The registration of GP_KERNEL_EXPORT (GPU targets) and GP_SYMBOL_EXPORT descriptors

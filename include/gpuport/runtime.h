@@ -724,9 +724,9 @@ GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block
 GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
 
 /** @brief Name of @p kernel as written in its source.
- *  @return a string valid while the kernel is (for a module's kernel: until the module
- *          is unloaded), or NULL when @p kernel is not a kernel of this program or of a
- *          loaded module. */
+ *  @return a string owned by gpuport and valid for the rest of the process (a copy: it
+ *          outlives the kernel's module), or NULL when @p kernel is not a kernel of this
+ *          program or of a loaded module. */
 GP_API const char *gp_kernel_name(gp_kernel_t kernel);
 
 /**

@@ -22,6 +22,8 @@ int gp__cpu_device_count(void);
 /* Waits (without consuming errors) until every op enqueued on device dev before the
  * call is complete: what gp_free and gp_device_reset need before releasing memory. */
 void gp__cpu_device_drain(int dev);
+/* Whether the calling thread is a stream's worker (which must not wait for streams). */
+bool gp__cpu_on_stream_worker(void);
 
 /* GP_SUCCESS, or GP_ERROR_NOT_SUPPORTED (message naming func) when called from an
  * application's host function: every call that waits for device work checks it first,

@@ -253,6 +253,12 @@ gp_status_t gp__be_module_get_kernel(gp_kernel_t *kernel, gp_module_t m, const c
 }
 
 gp_status_t gp__be_module_unload(gp_module_t m) {
+  /* Launches of the module's kernels that are still queued run first (cuModuleUnload
+   * likewise waits for the context's work): its code is unmapped below. A queued launch
+   * holds the module (cpu/stream.c), so this wait matters where one could not; a stream
+   * worker dropping such a hold has just run its launch and must not wait for itself. */
+  if (!gp__cpu_on_stream_worker())
+    for (int d = 0; d < gp__cpu_device_count(); d++) gp__cpu_device_drain(d);
   for (int i = 0; i < m->nkernels; i++) gp__kernel_forget(m->kernels[i]);
   pthread_mutex_lock(&g_modules_mu);
   struct gp_module_s **p = &g_modules;
@@ -264,6 +270,7 @@ gp_status_t gp__be_module_unload(gp_module_t m) {
   /* The object's descriptors are invalid from now on, even if the loader keeps it mapped
    * (an object with a unique symbol is never unloaded): its destructors unregister them
    * too, when it is. */
+  gp__desc_drop_owner(m); /* its entries (another module's of the same object stay) */
   if (!shared && m->hi > m->lo) gp__desc_drop_range(m->lo, m->hi);
   int rc = dlclose(m->dl);
   if (m->fd >= 0) {

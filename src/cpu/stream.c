@@ -332,6 +332,8 @@ static void finish_op(struct gp_stream_s *s, cpu_op_t *op) {
 
 static void *worker_main(void *arg) {
   struct gp_stream_s *s = arg;
+  gp__thread_t *t = gp__thread(); /* marked: a module unload here must not wait for streams */
+  if (t) t->stream_worker = 1;
   pthread_mutex_lock(&g_mu);
   for (;;) {
     while (s->head == NULL && !s->destroying) pthread_cond_wait(&s->wake, &g_mu);
@@ -980,6 +982,11 @@ void gp__cpu_streams_init(int ndev) {
 
 /* ---- device-wide waits and reset ------------------------------------------------------------------ */
 
+bool gp__cpu_on_stream_worker(void) {
+  const gp__thread_t *t = gp__thread_peek();
+  return t != NULL && t->stream_worker;
+}
+
 void gp__cpu_device_drain(int dev) {
   pthread_mutex_lock(&g_mu);
   uint64_t t = g_dev[dev].ticket;
@@ -1333,7 +1340,7 @@ static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, siz
   /* The op holds the kernel's module (the caller's reference ends with its call), so an
    * unload while the launch is queued or captured keeps the code mapped until it is done. */
   op->u.kern.owner = NULL;
-  (void)gp__desc_find(k, GP__DESC_KERNEL, &op->u.kern.owner);
+  (void)gp__desc_hold(k, GP__DESC_KERNEL, &op->u.kern.owner);
   return submit(stream, op, false, func);
 }
 

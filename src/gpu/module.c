@@ -140,6 +140,7 @@ gp_status_t gp__be_module_get_kernel(gp_kernel_t *kernel, gp_module_t m, const c
 }
 
 gp_status_t gp__be_module_unload(gp_module_t m) {
+  gp__desc_drop_owner(m); /* its kernels' entries go with it (kept until now: queued launches) */
   for (int i = 0; i < m->nkernels; i++) {
     gp__kernel_forget(m->kernels[i]);
     free(m->kernels[i]);
