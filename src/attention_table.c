@@ -86,47 +86,35 @@ const gp__attn_fwd_impl_t *gp__attn_fwd_table_entry(size_t i) { return i < N_FWD
 const gp__attn_bwd_impl_t *gp__attn_bwd_table_entry(size_t i) { return i < N_BWD ? k_bwd[i] : NULL; }
 const gp__attn_kv_impl_t *gp__attn_kv_table_entry(size_t i) { return i < N_KV ? k_kv[i] : NULL; }
 
+/* The walk over one table (entries of type T; the entry tables differ only in their
+ * parameter types): the first eligible entry whose supports() takes p, with every earlier
+ * entry's reason recorded. */
+#define TABLE_WALK(T, table, n, d, p, plan)                                         \
+  do {                                                                              \
+    for (size_t i = 0; i < (n); i++) {                                              \
+      const T *e = (table)[i];                                                      \
+      char why[192] = "";                                                           \
+      if (gp__dispatch_eligible((d), e->name, e->family, why, sizeof why) &&       \
+          e->supports((p), (plan), why, sizeof why)) {                              \
+        gp__dispatch_chose((d), (plan)->kernel_name);                               \
+        return e;                                                                   \
+      }                                                                             \
+      gp__dispatch_declined((d), e->name, why);                                     \
+    }                                                                               \
+    return NULL;                                                                    \
+  } while (0)
+
 const gp__attn_fwd_impl_t *gp__attn_fwd_choose(gp__dispatch_t *d, const gp__attn_params_t *p,
                                                gp__attn_plan_t *plan) {
-  for (size_t i = 0; i < N_FWD; i++) {
-    const gp__attn_fwd_impl_t *e = k_fwd[i];
-    char why[192] = "";
-    if (gp__dispatch_eligible(d, e->name, e->family, why, sizeof why) &&
-        e->supports(p, plan, why, sizeof why)) {
-      gp__dispatch_chose(d, plan->kernel_name);
-      return e;
-    }
-    gp__dispatch_declined(d, e->name, why);
-  }
-  return NULL;
+  TABLE_WALK(gp__attn_fwd_impl_t, k_fwd, N_FWD, d, p, plan);
 }
 
 const gp__attn_bwd_impl_t *gp__attn_bwd_choose(gp__dispatch_t *d, const gp__attn_bwd_params_t *p,
                                                gp__attn_plan_t *plan) {
-  for (size_t i = 0; i < N_BWD; i++) {
-    const gp__attn_bwd_impl_t *e = k_bwd[i];
-    char why[192] = "";
-    if (gp__dispatch_eligible(d, e->name, e->family, why, sizeof why) &&
-        e->supports(p, plan, why, sizeof why)) {
-      gp__dispatch_chose(d, plan->kernel_name);
-      return e;
-    }
-    gp__dispatch_declined(d, e->name, why);
-  }
-  return NULL;
+  TABLE_WALK(gp__attn_bwd_impl_t, k_bwd, N_BWD, d, p, plan);
 }
 
 const gp__attn_kv_impl_t *gp__attn_kv_choose(gp__dispatch_t *d, const gp__attn_kv_params_t *p,
                                              gp__attn_plan_t *plan) {
-  for (size_t i = 0; i < N_KV; i++) {
-    const gp__attn_kv_impl_t *e = k_kv[i];
-    char why[192] = "";
-    if (gp__dispatch_eligible(d, e->name, e->family, why, sizeof why) &&
-        e->supports(p, plan, why, sizeof why)) {
-      gp__dispatch_chose(d, plan->kernel_name);
-      return e;
-    }
-    gp__dispatch_declined(d, e->name, why);
-  }
-  return NULL;
+  TABLE_WALK(gp__attn_kv_impl_t, k_kv, N_KV, d, p, plan);
 }

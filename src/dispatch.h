@@ -232,6 +232,9 @@ gp_status_t gp__attn_bwd_portable_post(gp_stream_t stream, const gp__attn_bwd_pa
 bool gp__attn_kv_portable_plan(const gp__attn_kv_params_t *p, const gp__attn_kv_kernels_t *k,
                                gp__attn_plan_t *plan, char *why, size_t why_len);
 extern const gp__attn_kv_kernels_t gp__attn_kv_portable_kernels;
+/* Runs a kvcache plan in stream order: the append kernel (with k_new), the plan's main
+ * kernel, the combine kernel (with splits). Every family's launch ends here. */
+gp_status_t gp__attn_kv_launch_plan(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan);
 /* The native-width builds of the portable backward's kernels. */
 extern const gp__attn_bwd_kernels_t gp__attn_bwd_portable_kernels;
 

@@ -208,23 +208,7 @@ static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, ch
   return true;
 }
 
-/* The portable append kernel, the MFMA kernel, the portable combine kernel, in stream
- * order. */
-static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
-  gp__attn_kv_params_t args_p = *p;
-  void *args[] = {&args_p};
-  if (plan->kernel_append)
-    GP__TRY(gp_launch(plan->kernel_append, gp_dim3(plan->blocks_append, 1, 1),
-                      gp_dim3((unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(plan->kernel_append)), 1, 1), 0,
-                      stream, args));
-  GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1), plan->smem, stream,
-                    args));
-  if (plan->kernel_combine)
-    GP__TRY(gp_launch(plan->kernel_combine, gp_dim3(plan->blocks_combine, 1, 1),
-                      gp_dim3(plan->threads_combine, 1, 1), 0, stream, args));
-  return GP_SUCCESS;
-}
-
-const gp__attn_kv_impl_t gp__attn_kv_impl_mfma = {"mfma", GP__FAMILY_MFMA, kv_supports, kv_launch};
+const gp__attn_kv_impl_t gp__attn_kv_impl_mfma = {"mfma", GP__FAMILY_MFMA, kv_supports,
+                                                  gp__attn_kv_launch_plan}; /* portable append, MFMA, combine */
 const gp__attn_fwd_impl_t gp__attn_fwd_impl_mfma = {"mfma", GP__FAMILY_MFMA, fwd_supports, fwd_launch};
 const gp__attn_bwd_impl_t gp__attn_bwd_impl_mfma = {"mfma", GP__FAMILY_MFMA, bwd_supports, bwd_launch};

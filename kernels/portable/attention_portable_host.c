@@ -197,11 +197,12 @@ static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, ch
   return gp__attn_kv_portable_plan(p, &gp__attn_kv_portable_kernels, plan, why, why_len);
 }
 
-static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
+gp_status_t gp__attn_kv_launch_plan(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
   gp__attn_kv_params_t args_p = *p;
   void *args[] = {&args_p};
   if (plan->kernel_append)
-    GP__TRY(gp_launch(plan->kernel_append, gp_dim3(plan->blocks_append, 1, 1), gp_dim3(plan->threads, 1, 1), 0,
+    GP__TRY(gp_launch(plan->kernel_append, gp_dim3(plan->blocks_append, 1, 1),
+                      gp_dim3((unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(plan->kernel_append)), 1, 1), 0,
                       stream, args));
   GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1), plan->smem, stream,
                     args));
@@ -211,4 +212,5 @@ static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, 
   return GP_SUCCESS;
 }
 
-const gp__attn_kv_impl_t gp__attn_kv_impl_portable = {"portable", GP__FAMILY_PORTABLE, kv_supports, kv_launch};
+const gp__attn_kv_impl_t gp__attn_kv_impl_portable = {"portable", GP__FAMILY_PORTABLE, kv_supports,
+                                                      gp__attn_kv_launch_plan};

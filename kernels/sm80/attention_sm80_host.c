@@ -261,18 +261,7 @@ static bool kv_supports(const gp__attn_kv_params_t *p, gp__attn_plan_t *plan, ch
 
 static gp_status_t kv_launch(gp_stream_t stream, const gp__attn_kv_params_t *p, gp__attn_plan_t *plan) {
   GP__TRY(raise_smem(plan));
-  gp__attn_kv_params_t args_p = *p;
-  void *args[] = {&args_p};
-  if (plan->kernel_append)
-    GP__TRY(gp_launch(plan->kernel_append, gp_dim3(plan->blocks_append, 1, 1),
-                      gp_dim3((unsigned)(GP__ATTN_KWARPS * gp__be_kernel_warp_size(plan->kernel_append)), 1, 1), 0,
-                      stream, args));
-  GP__TRY(gp_launch(plan->kernel, gp_dim3(plan->blocks, 1, 1), gp_dim3(plan->threads, 1, 1), plan->smem, stream,
-                    args));
-  if (plan->kernel_combine)
-    GP__TRY(gp_launch(plan->kernel_combine, gp_dim3(plan->blocks_combine, 1, 1),
-                      gp_dim3(plan->threads_combine, 1, 1), 0, stream, args));
-  return GP_SUCCESS;
+  return gp__attn_kv_launch_plan(stream, p, plan);
 }
 
 const gp__attn_kv_impl_t gp__attn_kv_impl_sm80 = {"sm80", GP__FAMILY_SM80, kv_supports, kv_launch};
