@@ -5,6 +5,7 @@
 #include "tool.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -101,6 +102,18 @@ double tool_median(double *v, int n) {
   if (n <= 0) return 0.0;
   qsort(v, (size_t)n, sizeof(*v), cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double tool_fit_exponent(const double *work, const double *t, int n) {
+  if (n < 2) return NAN;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < n; i++) {
+    if (!(work[i] > 0) || !(t[i] > 0)) return NAN;
+    double x = log(work[i]), y = log(t[i]);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  double den = n * sxx - sx * sx;
+  return den > 0 ? (n * sxy - sx * sy) / den : NAN;
 }
 
 void tool_fmt_bytes(char *buf, size_t len, double bytes) {

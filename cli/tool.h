@@ -71,6 +71,10 @@ void tool_report(const char *where, const char *expr, gp_status_t s);
 /* ---- time and sizes --------------------------------------------------------------- */
 double tool_now_ms(void);                     /* monotonic clock, milliseconds */
 double tool_median(double *v, int n);         /* sorts v in place */
+/* The exponent p of the least-squares fit t = c * work^p over n > 1 points (log-log),
+ * the scaling a benchmark sweep shows: 1.0 when time grows as the work counted (m*n*k
+ * for GEMM, seqlen_q*seqlen_k for attention). NaN for n < 2 or a non-positive value. */
+double tool_fit_exponent(const double *work, const double *t, int n);
 void tool_fmt_bytes(char *buf, size_t len, double bytes); /* "15.6 GiB" */
 
 /* Prints s as a JSON string (quotes, backslashes escaped; control characters dropped). */
