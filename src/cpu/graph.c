@@ -205,7 +205,11 @@ static gp_status_t node_get(gp_graph_node_t node, const char *func, const char *
   r->node = NULL;
   r->graph = NULL;
   GP__TRY(gp__handle_get(node, GP__H_GRAPH_NODE, func, arg));
-  if (!gp__handle_acquire(node->graph, GP__H_GRAPH)) { /* its graph is being destroyed */
+  /* The graph is looked up, not read, until held: it may be going, and its address may
+   * already be another graph's (the serial tells). */
+  bool held = gp__handle_acquire(node->graph, GP__H_GRAPH);
+  if (!held || node->graph->serial != node->serial) {
+    if (held) (void)gp__handle_release(node->graph);
     (void)gp__handle_release(node);
     return gp__error(GP_ERROR_INVALID_HANDLE, func, "'%s' (%p) is a node of a destroyed graph", arg,
                      (void *)node);
