@@ -332,10 +332,7 @@ static void finish_op(struct gp_stream_s *s, cpu_op_t *op) {
     }
   }
   if (op->kind == OP_RECORD || op->kind == OP_WAIT) event_unref(op->u.ev.ev);
-  if (op->kind == OP_GRAPH) {
-    op->u.graph.exec->done = op->u.graph.gen;
-    graph_op_release(op);
-  }
+  if (op->kind == OP_GRAPH) op->u.graph.exec->done = op->u.graph.gen; /* released by the worker */
   s->head = op->next;
   if (s->head == NULL) s->tail = NULL;
   s->completed++;
@@ -363,11 +360,16 @@ static void *worker_main(void *arg) {
     }
     finish_op(s, op);
     gp_module_t owner = op_owner(op);
-    free(op);
-    if (owner) { /* its last reference may unload the module: not under g_mu */
+    if (owner || op->kind == OP_GRAPH) {
+      /* The last reference to a module may unload it, and the last one to a graph's
+       * nodes release their modules: not under g_mu. */
       pthread_mutex_unlock(&g_mu);
-      (void)gp__handle_release(owner);
+      if (op->kind == OP_GRAPH) graph_op_release(op);
+      free(op);
+      if (owner) (void)gp__handle_release(owner);
       pthread_mutex_lock(&g_mu);
+    } else {
+      free(op);
     }
   }
   stream_unlink_free(s);
