@@ -378,7 +378,8 @@ GP_API gp_status_t gp_graph_add_dependencies(gp_graph_t graph, const gp_graph_no
  * @param[in] graph the graph.
  * @param[out] nodes NULL to get the count only; else room for *@p count nodes: the first
  *             min(*count, number of nodes) entries get nodes, the rest NULL.
- * @param[in,out] count the room in @p nodes; receives the number of nodes.
+ * @param[in,out] count the room in @p nodes; receives the number of nodes, or with
+ *             @p nodes the number returned (the smaller of the two, as CUDA).
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p count),
  *         ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_OUT_OF_MEMORY.
  */

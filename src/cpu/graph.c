@@ -358,7 +358,7 @@ gp_status_t gp__be_graph_get_nodes(gp_graph_t g, gp_graph_node_t *nodes, size_t 
     }
   }
   pthread_mutex_unlock(&g->mu);
-  if (st == GP_SUCCESS) *count = n;
+  if (st == GP_SUCCESS) *count = nodes && *count < n ? *count : n; /* as many as were returned */
   return st;
 }
 
