@@ -169,6 +169,14 @@ static gp_status_t check_args(const char *func, gp_kernel_t k, void **args) {
   return GP_SUCCESS;
 }
 
+gp_status_t gp__kernel_check_launch(const char *func, gp_kernel_t k, gp_dim3_t grid,
+                                    gp_dim3_t block, size_t shmem, void **args) {
+  GP__TRY(check_args(func, k, args));
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props(func, gp__current_device(), &p));
+  return check_config(func, k, grid, block, shmem, p);
+}
+
 /* ---- entry points ------------------------------------------------------------------------- */
 
 GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,

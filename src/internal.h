@@ -141,7 +141,7 @@ void gp__alloc_drop_device(int device, void (*cb)(const gp__alloc_info_t *, void
  * The registry's lock is a leaf: it may be taken under a backend's locks. */
 typedef enum gp__handle_kind {
   GP__H_STREAM = 1, GP__H_EVENT = 2, GP__H_GRAPH = 3, GP__H_GRAPH_EXEC = 4, GP__H_MODULE = 5,
-  GP__H_COMM = 6
+  GP__H_COMM = 6, GP__H_GRAPH_NODE = 7
 } gp__handle_kind_t;
 /* Releases the object behind a handle; its status is returned by the destroy that drops
  * the last reference (a failure seen by another call is logged). */
@@ -362,6 +362,34 @@ gp_status_t gp__be_graph_instantiate(gp_graph_exec_t *exec, gp_graph_t graph);
 gp_status_t gp__be_graph_launch(gp_graph_exec_t exec, gp_stream_t stream);
 gp_status_t gp__be_graph_destroy(gp_graph_t graph);
 gp_status_t gp__be_graph_exec_destroy(gp_graph_exec_t exec);
+/* Explicit construction. The api layer has checked the graph and exec handles, every
+ * parameter (kernels, launch configurations, memory ranges) and that deps is not NULL
+ * when ndeps > 0; node handles are the backend's to check (the cpu backend's are
+ * registry handles of kind GP__H_GRAPH_NODE, the GPU backends' native nodes). */
+typedef struct gp__graph_node_desc {
+  gp_graph_node_type_t type; /* KERNEL, MEMCPY, MEMSET, HOST or EMPTY */
+  union {
+    gp_kernel_node_params_t kernel;
+    struct { void *dst; const void *src; size_t bytes; } copy;
+    gp_memset_params_t set;
+    gp_host_node_params_t host;
+  } u;
+} gp__graph_node_desc_t;
+gp_status_t gp__be_graph_create(gp_graph_t *graph);
+gp_status_t gp__be_graph_add_node(gp_graph_node_t *node, gp_graph_t graph, const gp_graph_node_t *deps,
+                                  size_t ndeps, const gp__graph_node_desc_t *desc);
+gp_status_t gp__be_graph_add_dependencies(gp_graph_t graph, const gp_graph_node_t *from,
+                                          const gp_graph_node_t *to, size_t n);
+gp_status_t gp__be_graph_get_nodes(gp_graph_t graph, gp_graph_node_t *nodes, size_t *count);
+gp_status_t gp__be_graph_node_get_type(gp_graph_node_t node, gp_graph_node_type_t *type);
+/* Reads (get) or replaces (set) a kernel node's parameters; exactly one is not NULL. */
+gp_status_t gp__be_graph_kernel_node_params(gp_graph_node_t node, gp_kernel_node_params_t *get,
+                                            const gp_kernel_node_params_t *set);
+gp_status_t gp__be_graph_exec_kernel_node_set_params(gp_graph_exec_t exec, gp_graph_node_t node,
+                                                     const gp_kernel_node_params_t *params);
+/* Fills *info in every case; GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE when the graphs differ. */
+gp_status_t gp__be_graph_exec_update(gp_graph_exec_t exec, gp_graph_t graph,
+                                     gp_graph_exec_update_result_info_t *info);
 /* Called by the api layer first thing in every call a capture forbids (allocation and
  * release, synchronous copies and sets, device synchronisation): GP_ERROR_NOT_SUPPORTED
  * with a message naming func and the capture when the capture modes in force forbid

@@ -31,6 +31,11 @@ gp_status_t gp__kernel_check(gp_kernel_t kernel, const char *func, gp_module_t *
 /* The descriptor checks alone, of a descriptor known to be readable. */
 gp_status_t gp__kernel_check_desc(gp_kernel_t kernel, const char *func);
 
+/* What gp_launch checks of a checked kernel's launch besides the stream: the argument
+ * array, and grid, block and shared memory against the current device's limits. */
+gp_status_t gp__kernel_check_launch(const char *func, gp_kernel_t kernel, gp_dim3_t grid,
+                                    gp_dim3_t block, size_t shmem, void **args);
+
 void gp__module_put_ref(gp_module_t *m);
 #define GP__MODULE_REF __attribute__((cleanup(gp__module_put_ref)))
 

@@ -266,6 +266,7 @@ static const char *kind_text(gp__handle_kind_t kind) {
     case GP__H_GRAPH_EXEC: return "a live executable graph (destroyed, or never created)";
     case GP__H_MODULE: return "a loaded module (unloaded, or never loaded)";
     case GP__H_COMM: return "a live communicator (destroyed, aborted, or never made)";
+    case GP__H_GRAPH_NODE: return "a node of a live graph (its graph was destroyed, or it was never made)";
   }
   return "a gpuport handle";
 }

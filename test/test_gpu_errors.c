@@ -53,6 +53,7 @@ static const row_t rows[] = {
   {cudaErrorMisalignedAddress, GP_ERROR_LAUNCH_FAILED, true, "cudaErrorMisalignedAddress"},
   {cudaErrorIllegalInstruction, GP_ERROR_LAUNCH_FAILED, true, "cudaErrorIllegalInstruction"},
   {cudaErrorLaunchTimeout, GP_ERROR_TIMEOUT, true, "cudaErrorLaunchTimeout"},
+  {cudaErrorGraphExecUpdateFailure, GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, false, "cudaErrorGraphExecUpdateFailure"},
   {cudaErrorUnknown, GP_ERROR_BACKEND, false, "cudaErrorUnknown"},
   {123456, GP_ERROR_BACKEND, false, NULL},
 };
@@ -86,6 +87,7 @@ static const row_t rows[] = {
   {hipErrorIllegalAddress, GP_ERROR_LAUNCH_FAILED, true, "hipErrorIllegalAddress"},
   {hipErrorAssert, GP_ERROR_LAUNCH_FAILED, true, "hipErrorAssert"},
   {hipErrorLaunchTimeOut, GP_ERROR_TIMEOUT, true, "hipErrorLaunchTimeOut"},
+  {hipErrorGraphExecUpdateFailure, GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, false, "hipErrorGraphExecUpdateFailure"},
   {hipErrorUnknown, GP_ERROR_BACKEND, false, "hipErrorUnknown"},
   {123456, GP_ERROR_BACKEND, false, NULL},
 };

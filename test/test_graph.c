@@ -3,7 +3,10 @@
  * operation and replay many times with fresh inputs, dependencies across streams that
  * join a capture (fork and join), capture of gp_gemm and gp_attention_fwd against the
  * float64 references, child graphs, launches of one executable graph in turn, and every
- * error a capture reports (operations it cannot record, misuse of capture, handles).
+ * error a capture reports (operations it cannot record, misuse of capture, handles);
+ * graphs built node by node (a diamond of copies, sets and kernels, host-node order,
+ * cycles), updates of executable graphs (per node and whole-graph, pending launches
+ * unaffected) and their errors.
  *
  * Inputs are drawn from the printed seed (replay with GP_TEST_SEED=<seed>), never zero;
  * outputs are poisoned before each replay and every element is checked.
@@ -939,6 +942,457 @@ START_TEST(capture_misuse) {
 }
 END_TEST
 
+
+/* ---- graphs built node by node (cudaGraphCreate, cudaGraphAdd*Node) ------------------------- */
+
+/* Host memory the graph's copies read and write (pinned, as cudaMemcpyAsync needs to be
+ * asynchronous) and the device buffers of the diamond below. */
+enum { DN = 1000 }; /* elements of the diamond's buffers */
+
+typedef struct diamond {
+  int n;
+  float *hin, *hout, *dx, *dy, *dz;
+  float a, b;                /* kt_axpb's arguments: the values the graph copied */
+  gp_graph_t g;
+  gp_graph_node_t copy_in, set_y, set_z, k1, k2, k3, k4, copy_out;
+} diamond_t;
+
+static gp_kernel_node_params_t add_params(int *n, float **x, float **y, void **args) {
+  args[0] = n;
+  args[1] = x;
+  args[2] = y;
+  return (gp_kernel_node_params_t){GP_KERNEL_REF(kt_add), grid_for(*n), gp_dim3(128, 1, 1), 0, args};
+}
+
+static gp_kernel_node_params_t axpb_params(int *n, float *a, float *b, float **x, void **args) {
+  args[0] = n;
+  args[1] = a;
+  args[2] = b;
+  args[3] = x;
+  return (gp_kernel_node_params_t){GP_KERNEL_REF(kt_axpb), grid_for(*n), gp_dim3(128, 1, 1), 0, args};
+}
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/* copy_in (hin -> dx) and set_y (dy = 1), set_z (dz = 2) first; then
+ *   k1: dy = dx + dy  (after copy_in, set_y)      k2: dz = dx + dz  (after copy_in, set_z)
+ *   k3: dz = dy + dz  (after k1 and k2: the join)  k4: dz = a * dz + b  (after k3)
+ * and copy_out (dz -> hout): hout = a * (2 x + 3) + b. The argument arrays and variables
+ * are locals that die with this function: the graph copied them. */
+static void diamond_build(diamond_t *d, float a, float b) {
+  d->n = DN;
+  d->a = a;
+  d->b = b;
+  OK(gp_malloc_host((void **)&d->hin, DN * sizeof(float)));
+  OK(gp_malloc_host((void **)&d->hout, DN * sizeof(float)));
+  OK(gp_malloc((void **)&d->dx, DN * sizeof(float)));
+  OK(gp_malloc((void **)&d->dy, DN * sizeof(float)));
+  OK(gp_malloc((void **)&d->dz, DN * sizeof(float)));
+  OK(gp_graph_create(&d->g, 0));
+  int n = DN;
+  float *dx = d->dx, *dy = d->dy, *dz = d->dz;
+  void *args[4];
+  OK(gp_graph_add_memcpy_node(&d->copy_in, d->g, NULL, 0, dx, d->hin, DN * sizeof(float)));
+  gp_memset_params_t sy = {dy, f32_bits(1.0f), 4, DN}, sz = {dz, f32_bits(2.0f), 4, DN};
+  OK(gp_graph_add_memset_node(&d->set_y, d->g, NULL, 0, &sy));
+  OK(gp_graph_add_memset_node(&d->set_z, d->g, NULL, 0, &sz));
+  gp_graph_node_t d1[] = {d->copy_in, d->set_y}, d2[] = {d->copy_in, d->set_z};
+  gp_kernel_node_params_t p = add_params(&n, &dx, &dy, args);
+  OK(gp_graph_add_kernel_node(&d->k1, d->g, d1, 2, &p));
+  p = add_params(&n, &dx, &dz, args);
+  OK(gp_graph_add_kernel_node(&d->k2, d->g, d2, 2, &p));
+  gp_graph_node_t d3[] = {d->k1, d->k2};
+  p = add_params(&n, &dy, &dz, args);
+  OK(gp_graph_add_kernel_node(&d->k3, d->g, d3, 2, &p));
+  p = axpb_params(&n, &a, &b, &dz, args);
+  OK(gp_graph_add_kernel_node(&d->k4, d->g, &d->k3, 1, &p));
+  n = -1; /* changes after the add do not reach the node */
+  a = b = 0.0f;
+  dz = NULL;
+  OK(gp_graph_add_memcpy_node(&d->copy_out, d->g, &d->k4, 1, d->hout, d->dz, DN * sizeof(float)));
+}
+
+static void diamond_free(diamond_t *d) {
+  OK(gp_graph_destroy(d->g));
+  OK(gp_free_host(d->hin));
+  OK(gp_free_host(d->hout));
+  OK(gp_free(d->dx));
+  OK(gp_free(d->dy));
+  OK(gp_free(d->dz));
+}
+
+/* Fresh inputs, poisoned output; one launch of x; hout checked against a * (2 x + 3) + b. */
+static void diamond_run(const diamond_t *d, gp_graph_exec_t x, gp_stream_t s, float a, float b,
+                        const char *what) {
+  fill_ints(d->hin, d->n);
+  poison(d->hout, d->n);
+  OK(gp_graph_launch(x, s));
+  OK(gp_stream_synchronize(s));
+  double *ref = malloc((size_t)d->n * sizeof(double));
+  ck_assert_ptr_nonnull(ref);
+  for (int i = 0; i < d->n; i++) ref[i] = (double)a * (2.0 * d->hin[i] + 3.0) + b;
+  expect_exact(d->hout, ref, d->n, what);
+  free(ref);
+}
+
+START_TEST(explicit_diamond_and_exec_set_params) {
+  gp_stream_t s;
+  OK(gp_stream_create(&s));
+  diamond_t d;
+  diamond_build(&d, 2.0f, 1.0f);
+
+  size_t count = 0;
+  OK(gp_graph_get_node_count(d.g, &count));
+  ck_assert_uint_eq(count, 8);
+  gp_graph_node_t nodes[10];
+  count = 10;
+  OK(gp_graph_get_nodes(d.g, nodes, &count));
+  ck_assert_uint_eq(count, 8);
+  ck_assert_ptr_null(nodes[8]);
+  ck_assert_ptr_null(nodes[9]);
+  const gp_graph_node_t want[] = {d.copy_in, d.set_y, d.set_z, d.k1, d.k2, d.k3, d.k4, d.copy_out};
+  const gp_graph_node_type_t types[] = {GP_GRAPH_NODE_TYPE_MEMCPY, GP_GRAPH_NODE_TYPE_MEMSET,
+                                        GP_GRAPH_NODE_TYPE_MEMSET, GP_GRAPH_NODE_TYPE_KERNEL,
+                                        GP_GRAPH_NODE_TYPE_KERNEL, GP_GRAPH_NODE_TYPE_KERNEL,
+                                        GP_GRAPH_NODE_TYPE_KERNEL, GP_GRAPH_NODE_TYPE_MEMCPY};
+  for (int i = 0; i < 8; i++) {
+    gp_graph_node_type_t t;
+    OK(gp_graph_node_get_type(want[i], &t));
+    ck_assert_int_eq(t, types[i]);
+    if (cpu()) ck_assert_ptr_eq(nodes[i], want[i]); /* CUDA does not promise the order */
+  }
+  count = 0;
+  OK(gp_graph_get_nodes(d.g, NULL, &count));
+  ck_assert_uint_eq(count, 8);
+
+  gp_kernel_node_params_t got;
+  OK(gp_graph_kernel_node_get_params(d.k4, &got));
+  ck_assert_ptr_eq(got.kernel, GP_KERNEL_REF(kt_axpb));
+  ck_assert_uint_eq(got.grid.x, (DN + 127) / 128);
+  ck_assert_uint_eq(got.block.x, 128);
+  ck_assert_int_eq(*(int *)got.args[0], DN);
+  ck_assert_float_eq(*(float *)got.args[1], 2.0f);
+  ck_assert_ptr_eq(*(float **)got.args[3], d.dz);
+
+  gp_graph_exec_t x;
+  OK(gp_graph_instantiate(&x, d.g));
+  for (int r = 0; r < 3; r++) diamond_run(&d, x, s, 2.0f, 1.0f, "diamond (kt_add x3, kt_axpb a=2 b=1)");
+
+  /* The executable graph's node changes; the graph's does not. */
+  int n = DN;
+  float a = 3.0f, b = -4.0f, *dz = d.dz;
+  void *args[4];
+  gp_kernel_node_params_t p = axpb_params(&n, &a, &b, &dz, args);
+  OK(gp_graph_exec_kernel_node_set_params(x, d.k4, &p));
+  a = 100.0f; /* copied at the call */
+  diamond_run(&d, x, s, 3.0f, -4.0f, "diamond after exec_kernel_node_set_params (kt_axpb a=3 b=-4)");
+  OK(gp_graph_kernel_node_get_params(d.k4, &got));
+  ck_assert_float_eq(*(float *)got.args[1], 2.0f);
+  gp_graph_exec_t x2;
+  OK(gp_graph_instantiate(&x2, d.g));
+  diamond_run(&d, x2, s, 2.0f, 1.0f, "second instantiation of the unchanged graph (kt_axpb a=2 b=1)");
+  OK(gp_graph_exec_destroy(x2));
+
+  /* The graph may go before its executable graph. */
+  OK(gp_graph_destroy(d.g));
+  d.g = NULL;
+  diamond_run(&d, x, s, 3.0f, -4.0f, "executable graph after its graph was destroyed");
+  OK(gp_graph_exec_destroy(x));
+  diamond_free(&d);
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+/* Blocks the stream until the test opens it: launches enqueued behind it are pending. */
+static void wait_gate(void *p) {
+  for (int i = 0; i < 5000 && atomic_load((atomic_int *)p) == 0; i++) sleep_ms(1);
+}
+
+/* Launches enqueued before an update run with the parameters they were enqueued with. */
+START_TEST(update_leaves_pending_launches) {
+  gp_stream_t s;
+  OK(gp_stream_create(&s));
+  enum { N = 300 };
+  float *h0, *h1, *h2, *dx;
+  OK(gp_malloc_host((void **)&h0, N * sizeof(float)));
+  OK(gp_malloc_host((void **)&h1, N * sizeof(float)));
+  OK(gp_malloc_host((void **)&h2, N * sizeof(float)));
+  OK(gp_malloc((void **)&dx, N * sizeof(float)));
+  atomic_int gate = 0;
+  gp_graph_t g;
+  gp_graph_node_t wait, in, k, out;
+  OK(gp_graph_create(&g, 0));
+  gp_host_node_params_t hp = {wait_gate, &gate};
+  OK(gp_graph_add_host_node(&wait, g, NULL, 0, &hp));
+  OK(gp_graph_add_memcpy_node(&in, g, &wait, 1, dx, h0, N * sizeof(float)));
+  int n = N;
+  float a = 2.0f, b = 0.0f;
+  void *args[4];
+  gp_kernel_node_params_t p = axpb_params(&n, &a, &b, &dx, args);
+  OK(gp_graph_add_kernel_node(&k, g, &in, 1, &p));
+  OK(gp_graph_add_memcpy_node(&out, g, &k, 1, h1, dx, N * sizeof(float)));
+  gp_graph_exec_t x;
+  OK(gp_graph_instantiate(&x, g));
+  fill_ints(h0, N);
+  poison(h1, N);
+  poison(h2, N);
+  OK(gp_graph_launch(x, s));                                /* a = 2, held by the gate */
+  OK(gp_memcpy_async(h2, h1, N * sizeof(float), s));        /* keeps the first result */
+  a = 5.0f;
+  p = axpb_params(&n, &a, &b, &dx, args);
+  OK(gp_graph_exec_kernel_node_set_params(x, k, &p));
+  OK(gp_graph_launch(x, s));                                /* a = 5 */
+  atomic_store(&gate, 1);
+  OK(gp_stream_synchronize(s));
+  double ref2[N], ref5[N];
+  for (int i = 0; i < N; i++) {
+    ref2[i] = 2.0 * h0[i];
+    ref5[i] = 5.0 * h0[i];
+  }
+  expect_exact(h2, ref2, N, "launch pending during exec_kernel_node_set_params (kt_axpb a=2)");
+  expect_exact(h1, ref5, N, "launch after exec_kernel_node_set_params (kt_axpb a=5)");
+  OK(gp_graph_exec_destroy(x));
+  OK(gp_graph_destroy(g));
+  OK(gp_free_host(h0));
+  OK(gp_free_host(h1));
+  OK(gp_free_host(h2));
+  OK(gp_free(dx));
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+START_TEST(exec_update_parameters_and_topology) {
+  gp_stream_t s;
+  OK(gp_stream_create(&s));
+  diamond_t d;
+  diamond_build(&d, 2.0f, 1.0f);
+  gp_graph_exec_t x;
+  OK(gp_graph_instantiate(&x, d.g));
+  diamond_run(&d, x, s, 2.0f, 1.0f, "diamond before the update (kt_axpb a=2 b=1)");
+
+  /* Same topology, a changed kernel argument: the update succeeds. */
+  int n = DN;
+  float a = 7.0f, b = 2.0f, *dz = d.dz;
+  void *args[4];
+  gp_kernel_node_params_t p = axpb_params(&n, &a, &b, &dz, args);
+  OK(gp_graph_kernel_node_set_params(d.k4, &p));
+  gp_graph_exec_update_result_info_t info;
+  OK(gp_graph_exec_update(x, d.g, &info));
+  ck_assert_int_eq(info.result, GP_GRAPH_EXEC_UPDATE_SUCCESS);
+  ck_assert_ptr_null(info.error_node);
+  diamond_run(&d, x, s, 7.0f, 2.0f, "diamond after exec_update (kt_axpb a=7 b=2)");
+
+  /* A node added: the topology changed, exec keeps its parameters. */
+  gp_graph_node_t extra;
+  OK(gp_graph_add_empty_node(&extra, d.g, &d.copy_out, 1));
+  p = axpb_params(&n, &(float){9.0f}, &b, &dz, args);
+  OK(gp_graph_kernel_node_set_params(d.k4, &p));
+  FAILS(gp_graph_exec_update(x, d.g, &info), GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, W("topology"));
+  ck_assert_int_eq(info.result, GP_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  diamond_run(&d, x, s, 7.0f, 2.0f, "diamond after a refused exec_update (kt_axpb a=7 b=2)");
+  OK(gp_graph_exec_destroy(x));
+
+  /* A dependency added between existing nodes: topology changed, at the node and from. */
+  OK(gp_graph_instantiate(&x, d.g));
+  OK(gp_graph_add_dependencies(d.g, &d.set_y, &d.set_z, 1));
+  FAILS(gp_graph_exec_update(x, d.g, &info), GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, W("topology"));
+  ck_assert_int_eq(info.result, GP_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  if (cpu()) {
+    ck_assert_ptr_eq(info.error_node, d.set_z);
+    ck_assert_ptr_eq(info.error_from_node, d.set_y);
+  }
+  OK(gp_graph_exec_destroy(x));
+
+  /* Same shape, another node type. */
+  gp_graph_t g1, g2;
+  gp_graph_node_t e1, h2;
+  OK(gp_graph_create(&g1, 0));
+  OK(gp_graph_create(&g2, 0));
+  OK(gp_graph_add_empty_node(&e1, g1, NULL, 0));
+  counter_t cnt = {0};
+  gp_host_node_params_t hp = {count_call, &cnt};
+  OK(gp_graph_add_host_node(&h2, g2, NULL, 0, &hp));
+  OK(gp_graph_instantiate(&x, g1));
+  FAILS(gp_graph_exec_update(x, g2, &info), GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, W("type"));
+  ck_assert_int_eq(info.result, GP_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+  ck_assert_ptr_eq(info.error_node, h2);
+  OK(gp_graph_launch(x, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(atomic_load(&cnt.calls), 0); /* still the empty node */
+  FAILS(gp_graph_exec_update(x, g2, NULL), GP_ERROR_INVALID_VALUE, "result_info");
+  FAILS(gp_graph_exec_update(NULL, g2, &info), GP_ERROR_INVALID_HANDLE, "exec");
+  FAILS(gp_graph_exec_update(x, NULL, &info), GP_ERROR_INVALID_HANDLE, "graph");
+  OK(gp_graph_exec_destroy(x));
+  OK(gp_graph_destroy(g1));
+  OK(gp_graph_destroy(g2));
+  diamond_free(&d);
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+/* Host nodes run after their dependencies, given when added or later. */
+START_TEST(host_node_ordering) {
+  gp_stream_t s;
+  OK(gp_stream_create(&s));
+  atomic_int flag = 0;
+  probe_t probe = {&flag, 0};
+  counter_t cnt = {0};
+  gp_graph_t g;
+  OK(gp_graph_create(&g, 0));
+  gp_graph_node_t reset, set, read, side, join;
+  gp_host_node_params_t hr = {reset_flag, &flag}, hs = {pause_then_set, &flag}, hd = {read_flag, &probe},
+                        hc = {count_call, &cnt};
+  /* read added first and without dependencies: only add_dependencies orders it. */
+  OK(gp_graph_add_host_node(&read, g, NULL, 0, &hd));
+  OK(gp_graph_add_host_node(&reset, g, NULL, 0, &hr));
+  OK(gp_graph_add_host_node(&set, g, &reset, 1, &hs));
+  OK(gp_graph_add_host_node(&side, g, NULL, 0, &hc));
+  OK(gp_graph_add_empty_node(&join, g, (gp_graph_node_t[]){set, side}, 2));
+  OK(gp_graph_add_dependencies(g, &join, &read, 1));
+  gp_graph_exec_t x;
+  OK(gp_graph_instantiate(&x, g));
+  for (int r = 0; r < 3; r++) {
+    atomic_store(&probe.seen, 0);
+    OK(gp_graph_launch(x, s));
+    OK(gp_stream_synchronize(s));
+    ck_assert_msg(atomic_load(&probe.seen) == 2, "launch %d: the read ran before the set (seen %d)", r,
+                  atomic_load(&probe.seen));
+  }
+  ck_assert_int_eq(atomic_load(&cnt.calls), 3);
+
+  /* A cycle through add_dependencies: instantiation refuses it. */
+  OK(gp_graph_add_dependencies(g, &read, &reset, 1));
+  gp_graph_exec_t bad = (gp_graph_exec_t)(uintptr_t)1;
+  FAILS(gp_graph_instantiate(&bad, g), GP_ERROR_INVALID_VALUE, W("cycle"));
+  ck_assert_ptr_null(bad);
+  OK(gp_graph_exec_destroy(x));
+  OK(gp_graph_destroy(g));
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+START_TEST(explicit_graph_errors) {
+  float *d;
+  OK(gp_malloc((void **)&d, 1024));
+  gp_graph_t g, other;
+  gp_graph_node_t nd = NULL, e, o;
+  FAILS(gp_graph_create(NULL, 0), GP_ERROR_INVALID_VALUE, "graph");
+  FAILS(gp_graph_create(&g, 1), GP_ERROR_INVALID_VALUE, "flags");
+  ck_assert_ptr_null(g);
+  OK(gp_graph_create(&g, 0));
+  OK(gp_graph_create(&other, 0));
+  OK(gp_graph_add_empty_node(&e, g, NULL, 0));
+  OK(gp_graph_add_empty_node(&o, other, NULL, 0));
+
+  FAILS(gp_graph_add_empty_node(NULL, g, NULL, 0), GP_ERROR_INVALID_VALUE, "node");
+  FAILS(gp_graph_add_empty_node(&nd, NULL, NULL, 0), GP_ERROR_INVALID_HANDLE, "graph");
+  FAILS(gp_graph_add_empty_node(&nd, (gp_graph_t)(uintptr_t)0x40, NULL, 0), GP_ERROR_INVALID_HANDLE,
+        "graph");
+  FAILS(gp_graph_add_empty_node(&nd, g, NULL, 1), GP_ERROR_INVALID_VALUE, "deps");
+  if (cpu()) {
+    FAILS(gp_graph_add_empty_node(&nd, g, &o, 1), GP_ERROR_INVALID_VALUE, "another graph");
+    FAILS(gp_graph_add_empty_node(&nd, g, (gp_graph_node_t[]){e, e}, 2), GP_ERROR_INVALID_VALUE, "repeats");
+    FAILS(gp_graph_add_empty_node(&nd, g, (gp_graph_node_t[]){(gp_graph_node_t)(uintptr_t)0x40}, 1),
+          GP_ERROR_INVALID_HANDLE, "deps[0]");
+    FAILS(gp_graph_add_dependencies(g, &e, &o, 1), GP_ERROR_INVALID_VALUE, "another graph");
+    FAILS(gp_graph_add_dependencies(g, &e, &e, 1), GP_ERROR_INVALID_VALUE, "same node");
+  }
+  ck_assert_ptr_null(nd);
+  FAILS(gp_graph_add_dependencies(g, NULL, &e, 1), GP_ERROR_INVALID_VALUE, "from");
+  OK(gp_graph_add_dependencies(g, NULL, NULL, 0));
+
+  /* kernel nodes: gp_launch's checks */
+  int n = 4;
+  void *args[] = {&n, &d, &d};
+  gp_kernel_node_params_t p = {GP_KERNEL_REF(kt_add), gp_dim3(1, 1, 1), gp_dim3(32, 1, 1), 0, args};
+  FAILS(gp_graph_add_kernel_node(&nd, g, NULL, 0, NULL), GP_ERROR_INVALID_VALUE, "params");
+  p.kernel = NULL;
+  FAILS(gp_graph_add_kernel_node(&nd, g, NULL, 0, &p), GP_ERROR_INVALID_VALUE, "kernel");
+  p.kernel = (gp_kernel_t)(uintptr_t)0x40;
+  FAILS(gp_graph_add_kernel_node(&nd, g, NULL, 0, &p), GP_ERROR_INVALID_HANDLE, "kernel");
+  p.kernel = GP_KERNEL_REF(kt_add);
+  p.grid = gp_dim3(0, 1, 1);
+  FAILS(gp_graph_add_kernel_node(&nd, g, NULL, 0, &p), GP_ERROR_INVALID_CONFIGURATION, "grid");
+  p.grid = gp_dim3(1, 1, 1);
+  p.args = NULL;
+  FAILS(gp_graph_add_kernel_node(&nd, g, NULL, 0, &p), GP_ERROR_INVALID_VALUE, "args");
+  p.args = args;
+  gp_graph_node_t k;
+  OK(gp_graph_add_kernel_node(&k, g, &e, 1, &p));
+
+  /* copies, sets, host functions */
+  FAILS(gp_graph_add_memcpy_node(&nd, g, NULL, 0, d, d + 128, 0), GP_ERROR_INVALID_VALUE, "bytes");
+  FAILS(gp_graph_add_memcpy_node(&nd, g, NULL, 0, NULL, d, 4), GP_ERROR_INVALID_VALUE, "dst");
+  FAILS(gp_graph_add_memcpy_node(&nd, g, NULL, 0, d, NULL, 4), GP_ERROR_INVALID_VALUE, "src");
+  FAILS(gp_graph_add_memcpy_node(&nd, g, NULL, 0, d, d + 128, 1024), GP_ERROR_INVALID_VALUE, "src");
+  gp_memset_params_t sp = {d, 7, 3, 4};
+  FAILS(gp_graph_add_memset_node(&nd, g, NULL, 0, &sp), GP_ERROR_INVALID_VALUE, "element_size");
+  sp.element_size = 2;
+  sp.width = 0;
+  FAILS(gp_graph_add_memset_node(&nd, g, NULL, 0, &sp), GP_ERROR_INVALID_VALUE, "width");
+  sp.width = 4;
+  sp.dst = (char *)d + 1;
+  FAILS(gp_graph_add_memset_node(&nd, g, NULL, 0, &sp), GP_ERROR_INVALID_VALUE, "aligned");
+  sp.dst = d;
+  sp.width = 1024;
+  FAILS(gp_graph_add_memset_node(&nd, g, NULL, 0, &sp), GP_ERROR_INVALID_VALUE, "params->dst");
+  FAILS(gp_graph_add_memset_node(&nd, g, NULL, 0, NULL), GP_ERROR_INVALID_VALUE, "params");
+  gp_host_node_params_t hp = {NULL, NULL};
+  FAILS(gp_graph_add_host_node(&nd, g, NULL, 0, &hp), GP_ERROR_INVALID_VALUE, "fn");
+  FAILS(gp_graph_add_host_node(&nd, g, NULL, 0, NULL), GP_ERROR_INVALID_VALUE, "params");
+
+  /* queries */
+  gp_graph_node_type_t t;
+  gp_kernel_node_params_t got;
+  FAILS(gp_graph_node_get_type(e, NULL), GP_ERROR_INVALID_VALUE, "type");
+  FAILS(gp_graph_get_nodes(g, NULL, NULL), GP_ERROR_INVALID_VALUE, "count");
+  FAILS(gp_graph_kernel_node_get_params(e, &got), GP_ERROR_INVALID_VALUE, W("kernel node"));
+  FAILS(gp_graph_kernel_node_get_params(k, NULL), GP_ERROR_INVALID_VALUE, "params");
+  FAILS(gp_graph_kernel_node_set_params(e, &p), GP_ERROR_INVALID_VALUE, W("kernel node"));
+  gp_graph_node_t one[1] = {NULL};
+  size_t count = 1;
+  OK(gp_graph_get_nodes(g, one, &count)); /* fewer than there are: as many as fit */
+  ck_assert_uint_eq(count, 1);
+  ck_assert_ptr_nonnull(one[0]);
+
+  /* executable graphs */
+  gp_graph_exec_t x;
+  OK(gp_graph_instantiate(&x, g));
+  FAILS(gp_graph_exec_kernel_node_set_params(x, k, NULL), GP_ERROR_INVALID_VALUE, "params");
+  FAILS(gp_graph_exec_kernel_node_set_params(NULL, k, &p), GP_ERROR_INVALID_HANDLE, "exec");
+  FAILS(gp_graph_exec_kernel_node_set_params(x, e, &p), GP_ERROR_INVALID_VALUE, W("kernel node"));
+  p.block = gp_dim3(100000, 1, 1);
+  FAILS(gp_graph_exec_kernel_node_set_params(x, k, &p), GP_ERROR_INVALID_CONFIGURATION, "block");
+  p.block = gp_dim3(32, 1, 1);
+  gp_graph_node_t late;
+  OK(gp_graph_add_kernel_node(&late, g, NULL, 0, &p));
+  if (cpu()) {
+    FAILS(gp_graph_exec_kernel_node_set_params(x, late, &p), GP_ERROR_INVALID_VALUE, "after");
+    gp_graph_node_t ok2;
+    OK(gp_graph_add_kernel_node(&ok2, other, NULL, 0, &p));
+    FAILS(gp_graph_exec_kernel_node_set_params(x, ok2, &p), GP_ERROR_INVALID_VALUE, "instantiated from");
+  }
+  OK(gp_graph_exec_kernel_node_set_params(x, k, &p));
+  OK(gp_graph_exec_destroy(x));
+
+  /* nodes die with their graph (the cpu backend checks; CUDA's are dangling) */
+  OK(gp_graph_destroy(other));
+  if (cpu()) {
+    FAILS(gp_graph_node_get_type(o, &t), GP_ERROR_INVALID_HANDLE, "node");
+    FAILS(gp_graph_node_get_type(NULL, &t), GP_ERROR_INVALID_HANDLE, "node");
+    FAILS(gp_graph_node_get_type((gp_graph_node_t)(uintptr_t)0x40, &t), GP_ERROR_INVALID_HANDLE, "node");
+    FAILS(gp_graph_kernel_node_set_params(o, &p), GP_ERROR_INVALID_HANDLE, "node");
+  }
+  FAILS(gp_graph_get_nodes(other, NULL, &count), GP_ERROR_INVALID_HANDLE, "graph");
+  OK(gp_graph_destroy(g));
+  OK(gp_free(d));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("graph");
   TCase *tc = tcase_create("graph");
@@ -954,6 +1408,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, operations_a_capture_forbids);
   tcase_add_test(tc, capture_modes_and_threads);
   tcase_add_test(tc, capture_misuse);
+  tcase_add_test(tc, explicit_diamond_and_exec_set_params);
+  tcase_add_test(tc, update_leaves_pending_launches);
+  tcase_add_test(tc, exec_update_parameters_and_topology);
+  tcase_add_test(tc, host_node_ordering);
+  tcase_add_test(tc, explicit_graph_errors);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -46,6 +46,29 @@
  * orders them, even on different streams. On the cpu backend a graph runs on the
  * stream's worker thread, its operations one after another in dependency order (each
  * kernel still uses every executor thread); on CUDA and HIP it is a native graph.
+ *
+ * Graphs can also be built node by node (CUDA Runtime API reference, "Graph Management":
+ * cudaGraphCreate, cudaGraphAddKernelNode, ...):
+ * @code
+ * gp_graph_t g;
+ * gp_graph_node_t copy, k;
+ * GP_CHECK(gp_graph_create(&g, 0));
+ * GP_CHECK(gp_graph_add_memcpy_node(&copy, g, NULL, 0, dev_in, host_in, bytes));
+ * gp_kernel_node_params_t p = {kernel, grid, block, 0, args};
+ * GP_CHECK(gp_graph_add_kernel_node(&k, g, &copy, 1, &p));   // runs after the copy
+ * GP_CHECK(gp_graph_instantiate(&x, g));
+ * @endcode
+ * A node runs after every node it depends on; nodes without a path between them may run
+ * in any order. Parameters are copied when a node is added or set (kernel arguments
+ * included), so the caller's variables may change afterwards. An executable graph is a
+ * snapshot: later changes to its graph do not reach it, except through
+ * gp_graph_exec_update() or gp_graph_exec_kernel_node_set_params(), which affect the
+ * launches enqueued after them only.
+ *
+ * Node handles (::gp_graph_node_t) belong to their graph and die with it. On the cpu
+ * backend they are checked like every gpuport handle (a node of a destroyed graph is
+ * ::GP_ERROR_INVALID_HANDLE, a node of another graph ::GP_ERROR_INVALID_VALUE); on CUDA
+ * and HIP they are the native nodes, checked by the runtime.
  */
 #ifndef GP_GRAPH_H
 #define GP_GRAPH_H
@@ -61,6 +84,77 @@ GP_EXTERN_C_BEGIN
 typedef struct gp_graph_s *gp_graph_t;
 /** @brief An executable graph made from a ::gp_graph_t, ready to launch (cudaGraphExec_t). */
 typedef struct gp_graph_exec_s *gp_graph_exec_t;
+/** @brief One node of a ::gp_graph_t (cudaGraphNode_t); it lives as long as its graph. */
+typedef struct gp_graph_node_s *gp_graph_node_t;
+
+/** @brief What a node does (cudaGraphNodeType, with CUDA's values). */
+typedef enum gp_graph_node_type {
+  GP_GRAPH_NODE_TYPE_KERNEL = 0, /**< a kernel launch (cudaGraphNodeTypeKernel) */
+  GP_GRAPH_NODE_TYPE_MEMCPY = 1, /**< a copy (cudaGraphNodeTypeMemcpy) */
+  GP_GRAPH_NODE_TYPE_MEMSET = 2, /**< a set (cudaGraphNodeTypeMemset) */
+  GP_GRAPH_NODE_TYPE_HOST = 3,   /**< a host function (cudaGraphNodeTypeHost) */
+  GP_GRAPH_NODE_TYPE_GRAPH = 4,  /**< a child graph (cudaGraphNodeTypeGraph): a graph
+                                      launched into a capturing stream */
+  GP_GRAPH_NODE_TYPE_EMPTY = 5   /**< no operation, a point to depend on (cudaGraphNodeTypeEmpty) */
+} gp_graph_node_type_t;
+
+/**
+ * @brief A kernel node's launch (cudaKernelNodeParams): what gp_launch() takes, less the
+ *        stream.
+ */
+typedef struct gp_kernel_node_params {
+  gp_kernel_t kernel;  /**< from GP_KERNEL_REF() (cudaKernelNodeParams::func) */
+  gp_dim3_t grid;      /**< blocks per dimension, as gp_launch() (gridDim) */
+  gp_dim3_t block;     /**< threads per dimension, as gp_launch() (blockDim) */
+  size_t shared_bytes; /**< dynamic shared memory per block, bytes (sharedMemBytes) */
+  void **args;         /**< pointers to each argument, as gp_launch() (kernelParams); the
+                            values are copied when the parameters are given */
+} gp_kernel_node_params_t;
+
+/**
+ * @brief A set node's operation (cudaMemsetParams, one row): @p width elements of
+ *        @p element_size bytes at @p dst each become @p value.
+ */
+typedef struct gp_memset_params {
+  void *dst;             /**< device memory, aligned to @p element_size (dst) */
+  unsigned value;        /**< the value; only its low @p element_size bytes are used (value) */
+  unsigned element_size; /**< 1, 2 or 4 bytes (elementSize) */
+  size_t width;          /**< number of elements, at least 1 (width; height is 1) */
+} gp_memset_params_t;
+
+/** @brief A host node's function (cudaHostNodeParams): fn(user_data) runs in stream order. */
+typedef struct gp_host_node_params {
+  void (*fn)(void *);  /**< the function; it must not call gpuport functions that wait for
+                            device work, as for gp_launch_host_func() (fn) */
+  void *user_data;     /**< its argument (userData) */
+} gp_host_node_params_t;
+
+/** @brief Why gp_graph_exec_update() could not update (cudaGraphExecUpdateResult, with
+ *         CUDA's values). */
+typedef enum gp_graph_exec_update_result {
+  GP_GRAPH_EXEC_UPDATE_SUCCESS = 0,                   /**< updated */
+  GP_GRAPH_EXEC_UPDATE_ERROR = 1,                     /**< an invalid value: see the message */
+  GP_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,    /**< nodes or dependencies were added
+                                                           or removed */
+  GP_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,   /**< a node has another type */
+  GP_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4,    /**< a kernel node's kernel changed in
+                                                           a way the runtime cannot update */
+  GP_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 5,  /**< a parameter changed in a way
+                                                           that cannot be updated */
+  GP_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 6,       /**< a node cannot be updated at all */
+  GP_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 7, /**< the kernel changed where
+                                                                   that is not supported */
+  GP_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 8   /**< node attributes changed */
+} gp_graph_exec_update_result_t;
+
+/** @brief What gp_graph_exec_update() did (cudaGraphExecUpdateResultInfo, CUDA 12). */
+typedef struct gp_graph_exec_update_result_info {
+  gp_graph_exec_update_result_t result; /**< the outcome (result) */
+  gp_graph_node_t error_node;           /**< the node of the new graph that failed the
+                                             update, or NULL (errorNode) */
+  gp_graph_node_t error_from_node;      /**< for a changed dependency, the node it comes
+                                             from, or NULL (errorFromNode) */
+} gp_graph_exec_update_result_info_t;
 
 /**
  * @brief Which calls a capture forbids, and in which threads (cudaStreamCaptureMode).
@@ -142,7 +236,8 @@ GP_API gp_status_t gp_graph_get_node_count(gp_graph_t graph, size_t *count);
  * @param[out] exec the executable graph (destroy with gp_graph_exec_destroy()); NULL on
  *             failure.
  * @param[in] graph the graph.
- * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p exec),
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p exec; a cycle of
+ *         dependencies, as cudaGraphInstantiate: the message names a node on it),
  *         ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_OUT_OF_MEMORY.
  */
 GP_API gp_status_t gp_graph_instantiate(gp_graph_exec_t *exec, gp_graph_t graph);
@@ -161,8 +256,8 @@ GP_API gp_status_t gp_graph_instantiate(gp_graph_exec_t *exec, gp_graph_t graph)
 GP_API gp_status_t gp_graph_launch(gp_graph_exec_t exec, gp_stream_t stream);
 
 /**
- * @brief Destroys @p graph (cudaGraphDestroy). Executable graphs made from it stay
- *        valid. NULL is a no-op.
+ * @brief Destroys @p graph and its nodes (cudaGraphDestroy). Executable graphs made from
+ *        it stay valid. NULL is a no-op.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
  */
 GP_API gp_status_t gp_graph_destroy(gp_graph_t graph);
@@ -173,6 +268,195 @@ GP_API gp_status_t gp_graph_destroy(gp_graph_t graph);
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE.
  */
 GP_API gp_status_t gp_graph_exec_destroy(gp_graph_exec_t exec);
+
+/* ---- explicit construction ---------------------------------------------------------------- */
+
+/**
+ * @brief Creates an empty graph (cudaGraphCreate).
+ * @param[out] graph the graph (destroy with gp_graph_destroy()); NULL on failure.
+ * @param[in] flags 0 (CUDA reserves the argument and requires 0).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p graph, nonzero @p flags),
+ *         ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_create(gp_graph_t *graph, unsigned flags);
+
+/**
+ * @brief Adds a kernel node to @p graph (cudaGraphAddKernelNode). The argument values
+ *        are copied now, as CUDA copies them.
+ * @param[out] node the new node; NULL on failure.
+ * @param[in] graph the graph.
+ * @param[in] deps the nodes of @p graph it runs after, without repeats; NULL when
+ *            @p ndeps is 0.
+ * @param[in] ndeps number of @p deps.
+ * @param[in] params the launch, checked as gp_launch() checks it against the current
+ *            device.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p node or @p params, NULL
+ *         @p deps with @p ndeps > 0, a dependency of another graph or given twice, NULL
+ *         kernel or args); ::GP_ERROR_INVALID_HANDLE (@p graph, a dependency or the
+ *         kernel is not live); ::GP_ERROR_INVALID_CONFIGURATION, ::GP_ERROR_INVALID_IMAGE
+ *         as gp_launch(); ::GP_ERROR_NOT_SUPPORTED (on HIP, a kernel of a gpuport module,
+ *         which hipGraphAddKernelNode cannot take); ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_add_kernel_node(gp_graph_node_t *node, gp_graph_t graph,
+                                            const gp_graph_node_t *deps, size_t ndeps,
+                                            const gp_kernel_node_params_t *params);
+
+/**
+ * @brief Adds a node copying @p bytes from @p src to @p dst (cudaGraphAddMemcpyNode1D
+ *        with cudaMemcpyDefault: the direction follows from the pointers).
+ * @param[out] node the new node; NULL on failure.
+ * @param[in] graph the graph.
+ * @param[in] deps, ndeps as gp_graph_add_kernel_node().
+ * @param[in] dst, src memory that gp_memcpy_async() accepts, valid whenever the graph runs.
+ * @param[in] bytes at least 1.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p node, @p dst or @p src, zero
+ *         @p bytes, a range outside its allocation, bad @p deps as for
+ *         gp_graph_add_kernel_node()); ::GP_ERROR_INVALID_HANDLE;
+ *         ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_add_memcpy_node(gp_graph_node_t *node, gp_graph_t graph,
+                                            const gp_graph_node_t *deps, size_t ndeps,
+                                            void *dst, const void *src, size_t bytes);
+
+/**
+ * @brief Adds a node setting device memory (cudaGraphAddMemsetNode, one row).
+ * @param[out] node the new node; NULL on failure.
+ * @param[in] graph the graph.
+ * @param[in] deps, ndeps as gp_graph_add_kernel_node().
+ * @param[in] params the set: device memory (cudaGraphAddMemsetNode takes device memory
+ *            only), element size 1, 2 or 4, @p dst aligned to it, width at least 1.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p node or @p params or dst,
+ *         another element size, a misaligned dst, zero width, memory that is not device
+ *         memory, bad @p deps); ::GP_ERROR_INVALID_HANDLE; ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_add_memset_node(gp_graph_node_t *node, gp_graph_t graph,
+                                            const gp_graph_node_t *deps, size_t ndeps,
+                                            const gp_memset_params_t *params);
+
+/**
+ * @brief Adds a node running a host function (cudaGraphAddHostNode).
+ * @param[out] node the new node; NULL on failure.
+ * @param[in] graph the graph.
+ * @param[in] deps, ndeps as gp_graph_add_kernel_node().
+ * @param[in] params the function (not NULL) and its argument.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p node, @p params or function,
+ *         bad @p deps); ::GP_ERROR_INVALID_HANDLE; ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_add_host_node(gp_graph_node_t *node, gp_graph_t graph,
+                                          const gp_graph_node_t *deps, size_t ndeps,
+                                          const gp_host_node_params_t *params);
+
+/**
+ * @brief Adds a node that does nothing (cudaGraphAddEmptyNode): one point for many
+ *        nodes to depend on, or to wait for many.
+ * @param[out] node the new node; NULL on failure.
+ * @param[in] graph the graph.
+ * @param[in] deps, ndeps as gp_graph_add_kernel_node().
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p node, bad @p deps);
+ *         ::GP_ERROR_INVALID_HANDLE; ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_add_empty_node(gp_graph_node_t *node, gp_graph_t graph,
+                                           const gp_graph_node_t *deps, size_t ndeps);
+
+/**
+ * @brief Adds the dependencies from[i] -> to[i]: to[i] runs after from[i]
+ *        (cudaGraphAddDependencies). Cycles are not checked here; gp_graph_instantiate()
+ *        refuses a graph that has one.
+ * @param[in] graph the graph of every node.
+ * @param[in] from, to @p n nodes each; NULL when @p n is 0.
+ * @param[in] n number of dependencies.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL arrays with @p n > 0, a node of
+ *         another graph, a node depending on itself, a dependency that exists already,
+ *         as cudaGraphAddDependencies); ::GP_ERROR_INVALID_HANDLE;
+ *         ::GP_ERROR_OUT_OF_MEMORY. On failure no dependency was added on the cpu backend.
+ */
+GP_API gp_status_t gp_graph_add_dependencies(gp_graph_t graph, const gp_graph_node_t *from,
+                                             const gp_graph_node_t *to, size_t n);
+
+/**
+ * @brief The nodes of @p graph (cudaGraphGetNodes).
+ * @param[in] graph the graph.
+ * @param[out] nodes NULL to get the count only; else room for *@p count nodes: the first
+ *             min(*count, number of nodes) entries get nodes, the rest NULL.
+ * @param[in,out] count the room in @p nodes; receives the number of nodes, or with
+ *             @p nodes the number returned (the smaller of the two, as CUDA).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p count),
+ *         ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_get_nodes(gp_graph_t graph, gp_graph_node_t *nodes, size_t *count);
+
+/**
+ * @brief What @p node does (cudaGraphNodeGetType).
+ * @param[in] node a node of a live graph.
+ * @param[out] type its type. On the cpu backend captured host-side work of gpuport's own
+ *             (the cpu GEMM and attention) is a ::GP_GRAPH_NODE_TYPE_HOST node.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p type), ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_graph_node_get_type(gp_graph_node_t node, gp_graph_node_type_t *type);
+
+/**
+ * @brief A kernel node's parameters (cudaGraphKernelNodeGetParams).
+ * @param[in] node a kernel node.
+ * @param[out] params its launch; params->args points to the node's copies of the
+ *             arguments, valid until the node's parameters are set again or its graph is
+ *             destroyed (read them, do not write them).
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p params, not a kernel node);
+ *         ::GP_ERROR_INVALID_HANDLE; ::GP_ERROR_NOT_SUPPORTED (on CUDA and HIP, a kernel
+ *         node that a capture recorded: its gpuport kernel is unknown).
+ */
+GP_API gp_status_t gp_graph_kernel_node_get_params(gp_graph_node_t node,
+                                                   gp_kernel_node_params_t *params);
+
+/**
+ * @brief Replaces a kernel node's parameters in its graph (cudaGraphKernelNodeSetParams).
+ *        Executable graphs made earlier are unchanged.
+ * @param[in] node a kernel node.
+ * @param[in] params the new launch, checked as for gp_graph_add_kernel_node().
+ * @return as gp_graph_add_kernel_node(), plus ::GP_ERROR_INVALID_VALUE when @p node is
+ *         not a kernel node.
+ */
+GP_API gp_status_t gp_graph_kernel_node_set_params(gp_graph_node_t node,
+                                                   const gp_kernel_node_params_t *params);
+
+/**
+ * @brief Replaces the parameters of a kernel node in an executable graph
+ *        (cudaGraphExecKernelNodeSetParams): the launches of @p exec enqueued afterwards
+ *        use them; those enqueued before are unaffected. The graph @p exec was made from
+ *        is unchanged.
+ * @param[in] exec the executable graph.
+ * @param[in] node the kernel node, in the graph @p exec was instantiated from (which must
+ *            still be alive on the cpu backend, where the node handle belongs to it).
+ * @param[in] params the new launch, checked as for gp_graph_add_kernel_node(); the
+ *            kernel may change too (CUDA 12 allows it within one context).
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p params, @p node is not a
+ *         kernel node, was added after @p exec was instantiated or is of another graph); ::GP_ERROR_INVALID_HANDLE; ::GP_ERROR_INVALID_CONFIGURATION;
+ *         ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_graph_exec_kernel_node_set_params(gp_graph_exec_t exec, gp_graph_node_t node,
+                                                        const gp_kernel_node_params_t *params);
+
+/**
+ * @brief Updates @p exec in place from @p graph, when @p graph has the topology @p exec
+ *        was instantiated with (cudaGraphExecUpdate, CUDA 12 signature): the same nodes,
+ *        added in the same order, of the same types, with the same dependencies; then
+ *        every node's parameters become those of @p graph, for the launches enqueued
+ *        afterwards.
+ * @param[in] exec the executable graph.
+ * @param[in] graph the graph with the new parameters (for example the one @p exec was
+ *            made from, after gp_graph_kernel_node_set_params()).
+ * @param[out] result_info the outcome; on failure the node of @p graph at fault where
+ *             one is (on the cpu backend: @p graph's node, and for a changed dependency
+ *             error_from_node).
+ * @return ::GP_SUCCESS; ::GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE (the topology or a node's
+ *         type changed: result_info->result says which; @p exec is unchanged);
+ *         ::GP_ERROR_INVALID_VALUE (NULL @p result_info); ::GP_ERROR_INVALID_HANDLE;
+ *         ::GP_ERROR_OUT_OF_MEMORY. On the cpu backend kernels, copies, sets and host
+ *         functions may all change; a child graph node must keep its executable graph
+ *         (else ::GP_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED). CUDA and HIP apply their own
+ *         rules (cudaGraphExecUpdate lists them).
+ */
+GP_API gp_status_t gp_graph_exec_update(gp_graph_exec_t exec, gp_graph_t graph,
+                                        gp_graph_exec_update_result_info_t *result_info);
 
 GP_EXTERN_C_END
 

@@ -37,7 +37,8 @@ GP_EXTERN_C_BEGIN
   X(GP_ERROR_COMM, 12, "a collective failed or a peer is gone")                               \
   X(GP_ERROR_TIMEOUT, 13, "the operation did not complete before its deadline")               \
   X(GP_ERROR_BACKEND, 14, "the native runtime reported an error with no closer match")        \
-  X(GP_ERROR_INTERNAL, 15, "an internal invariant of gpuport failed (please report it)")
+  X(GP_ERROR_INTERNAL, 15, "an internal invariant of gpuport failed (please report it)")  \
+  X(GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 16, "the executable graph cannot be updated from that graph")
 
 /* Each enumerator's documentation is its sentence, taken from the list above: the
  * compiler drops the comment in the expansion, Doxygen's preprocessor keeps it with the

@@ -58,20 +58,23 @@ typedef struct gp__cpu_node {
   struct gp__cpu_op *op;
   int device;  /* the device of the stream that captured it */
   int ndeps;
-  int *deps;   /* indices of earlier nodes, without repeats */
+  int *deps;   /* indices of the nodes it runs after, without repeats */
 } gp__cpu_node_t;
 
-/* The recorded nodes, shared by a graph and the executable graphs made from it. */
+/* The nodes of a graph (in the order they were captured or added), or of an executable
+ * graph, shared with the launches of it that are pending (each holds a reference). */
 typedef struct gp__cpu_body {
   atomic_int refs;
   int n, cap;
-  gp__cpu_node_t *nodes; /* in capture order, which is a topological order */
+  gp__cpu_node_t *nodes;
 } gp__cpu_body_t;
 
 struct gp_graph_exec_s {
   uint32_t magic;
   atomic_int refs;         /* the handle, plus each pending launch and each graph holding it */
-  gp__cpu_body_t *body;
+  pthread_mutex_t mu;      /* guards body: updates replace it, launches take a reference */
+  gp__cpu_body_t *body;    /* its own copy of the graph's nodes; updates copy it on write */
+  uint64_t graph_serial;   /* the graph it was made from, whose node handles it accepts */
   int *order;              /* the order nodes run in: a topological order of the dependencies */
   uint64_t launched, done; /* launches enqueued / completed (stream.c's lock): they run in turn */
 };
@@ -85,13 +88,26 @@ int gp__cpu_body_add(gp__cpu_body_t *b, struct gp__cpu_op *op, int device, const
 gp_graph_t gp__cpu_graph_new(gp__cpu_body_t *body);
 void gp__cpu_exec_ref(struct gp_graph_exec_s *x);
 void gp__cpu_exec_unref(struct gp_graph_exec_s *x);
-/* Runs every node of x, in its order, on the calling thread. */
-void gp__cpu_exec_run(struct gp_graph_exec_s *x);
+/* x's current nodes, with a reference taken (what a launch runs). */
+gp__cpu_body_t *gp__cpu_exec_body(struct gp_graph_exec_s *x);
+/* Runs every node of body, nodes of x, in x's order, on the calling thread. */
+void gp__cpu_exec_run(struct gp_graph_exec_s *x, gp__cpu_body_t *body);
 
 /* stream.c: runs a captured operation once (a graph launch), on the given device. */
 void gp__cpu_op_run_node(struct gp__cpu_op *op, int device);
 /* stream.c: releases a captured operation and what it owns. */
 void gp__cpu_op_free(struct gp__cpu_op *op);
+/* stream.c: the operation of a node made explicitly (gp_graph_add_*_node), from its
+ * checked description; NULL when out of memory. */
+struct gp__cpu_op *gp__cpu_op_node(const gp__graph_node_desc_t *desc);
+/* stream.c: an independent copy of a graph node's operation (its own argument copies,
+ * module reference, work record); NULL when out of memory. */
+struct gp__cpu_op *gp__cpu_op_clone(const struct gp__cpu_op *op);
+gp_graph_node_type_t gp__cpu_op_type(const struct gp__cpu_op *op);
+/* A kernel op's launch; args points to the op's copies. */
+void gp__cpu_op_kernel_params(const struct gp__cpu_op *op, gp_kernel_node_params_t *p);
+/* False when both are child graphs of different executable graphs (cannot be updated). */
+bool gp__cpu_op_same_child(const struct gp__cpu_op *a, const struct gp__cpu_op *b);
 
 #ifdef __cplusplus
 }

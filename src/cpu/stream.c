@@ -36,8 +36,8 @@
 typedef enum skind { S_LEGACY, S_BLOCKING, S_NONBLOCKING, S_PER_THREAD, S_WRAPPER } skind_t;
 
 typedef enum op_kind {
-  OP_KERNEL, OP_COPY, OP_SET8, OP_SET32, OP_HOST_FN, OP_HOST_WORK, OP_RECORD, OP_WAIT, OP_FREE,
-  OP_GRAPH
+  OP_KERNEL, OP_COPY, OP_SET8, OP_SET16, OP_SET32, OP_HOST_FN, OP_HOST_WORK, OP_RECORD, OP_WAIT,
+  OP_FREE, OP_GRAPH, OP_EMPTY
 } op_kind_t;
 
 typedef struct gp__cpu_op {
@@ -46,6 +46,7 @@ typedef struct gp__cpu_op {
   uint64_t ticket; /* device-wide enqueue order, for the legacy-stream rules */
   uint64_t seq;    /* position in its stream, for synchronous callers */
   bool claimed;    /* run by the synchronous caller itself, not by the worker */
+  size_t size;     /* bytes allocated at the op (kernel arguments follow it), for clones */
   union {
     /* owner: the module the kernel came from, held until the op is freed */
     struct { gp_kernel_t k; gp_dim3_t grid, block; size_t shmem; void **args; unsigned flags;
@@ -56,7 +57,8 @@ typedef struct gp__cpu_op {
     /* bytes: captured with free_user, the size of the record each launch copies */
     struct { gp__host_work_fn fn; void *user; bool free_user; size_t bytes; } work;
     struct { struct gp_event_s *ev; uint64_t gen; } ev;
-    struct { struct gp_graph_exec_s *exec; uint64_t gen; } graph; /* gen: launch number */
+    /* gen: launch number; body: the nodes as they were when the launch was enqueued */
+    struct { struct gp_graph_exec_s *exec; gp__cpu_body_t *body; uint64_t gen; } graph;
     void *free_ptr;
   } u;
 } cpu_op_t;
@@ -254,6 +256,9 @@ static void run_op_on(int device, cpu_op_t *op, bool replay) {
     case OP_SET8:
       memset(op->u.set.ptr, (int)(op->u.set.value & 0xffu), op->u.set.count);
       break;
+    case OP_SET16:
+      for (size_t i = 0; i < op->u.set.count; i++) ((uint16_t *)op->u.set.ptr)[i] = (uint16_t)op->u.set.value;
+      break;
     case OP_SET32:
       for (size_t i = 0; i < op->u.set.count; i++) ((uint32_t *)op->u.set.ptr)[i] = op->u.set.value;
       break;
@@ -276,8 +281,9 @@ static void run_op_on(int device, cpu_op_t *op, bool replay) {
       gp__cpu_device_free(op->u.free_ptr);
       break;
     case OP_GRAPH:
-      gp__cpu_exec_run(op->u.graph.exec);
+      gp__cpu_exec_run(op->u.graph.exec, op->u.graph.body);
       break;
+    case OP_EMPTY:
     case OP_RECORD:
     case OP_WAIT:
       break; /* done under the lock by finish_op / deps_ready */
@@ -293,9 +299,15 @@ static gp_module_t op_owner(const cpu_op_t *op) {
   return op->kind == OP_KERNEL ? op->u.kern.owner : NULL;
 }
 
+/* Drops what a graph launch holds. */
+static void graph_op_release(cpu_op_t *op) {
+  gp__cpu_body_unref(op->u.graph.body);
+  gp__cpu_exec_unref(op->u.graph.exec);
+}
+
 void gp__cpu_op_free(struct gp__cpu_op *op) {
   if (op->kind == OP_HOST_WORK && op->u.work.free_user) free(op->u.work.user);
-  if (op->kind == OP_GRAPH) gp__cpu_exec_unref(op->u.graph.exec);
+  if (op->kind == OP_GRAPH) graph_op_release(op);
   gp_module_t owner = op_owner(op);
   free(op);
   if (owner) (void)gp__handle_release(owner);
@@ -304,7 +316,7 @@ void gp__cpu_op_free(struct gp__cpu_op *op) {
 /* Releases an operation that was never queued nor captured (the caller keeps a host-work
  * record: gp__be_enqueue_host_work frees it itself). */
 static void op_discard(cpu_op_t *op) {
-  if (op->kind == OP_GRAPH) gp__cpu_exec_unref(op->u.graph.exec);
+  if (op->kind == OP_GRAPH) graph_op_release(op);
   gp_module_t owner = op_owner(op);
   free(op);
   if (owner) (void)gp__handle_release(owner);
@@ -320,10 +332,7 @@ static void finish_op(struct gp_stream_s *s, cpu_op_t *op) {
     }
   }
   if (op->kind == OP_RECORD || op->kind == OP_WAIT) event_unref(op->u.ev.ev);
-  if (op->kind == OP_GRAPH) {
-    op->u.graph.exec->done = op->u.graph.gen;
-    gp__cpu_exec_unref(op->u.graph.exec);
-  }
+  if (op->kind == OP_GRAPH) op->u.graph.exec->done = op->u.graph.gen; /* released by the worker */
   s->head = op->next;
   if (s->head == NULL) s->tail = NULL;
   s->completed++;
@@ -351,11 +360,16 @@ static void *worker_main(void *arg) {
     }
     finish_op(s, op);
     gp_module_t owner = op_owner(op);
-    free(op);
-    if (owner) { /* its last reference may unload the module: not under g_mu */
+    if (owner || op->kind == OP_GRAPH) {
+      /* The last reference to a module may unload it, and the last one to a graph's
+       * nodes release their modules: not under g_mu. */
       pthread_mutex_unlock(&g_mu);
-      (void)gp__handle_release(owner);
+      if (op->kind == OP_GRAPH) graph_op_release(op);
+      free(op);
+      if (owner) (void)gp__handle_release(owner);
       pthread_mutex_lock(&g_mu);
+    } else {
+      free(op);
     }
   }
   stream_unlink_free(s);
@@ -405,6 +419,7 @@ static cpu_op_t *op_new(op_kind_t kind, size_t extra) {
   if (op) {
     op->kind = kind;
     op->claimed = false;
+    op->size = sizeof(cpu_op_t) + extra;
   }
   else gp__error(GP_ERROR_OUT_OF_MEMORY, "gpuport stream", "out of host memory for an operation");
   return op;
@@ -1313,8 +1328,9 @@ gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream) {
 
 #define GP__ARG_ALIGN 16 /* every parameter slot is aligned for any kernel parameter type */
 
-static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t shmem,
-                             gp_stream_t stream, void **args, unsigned flags, const char *func) {
+/* A kernel op with its own copy of the arguments; NULL when out of memory. */
+static cpu_op_t *kernel_op_new(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t shmem,
+                               void **args, unsigned flags) {
   /* The argument values are copied now, as cudaLaunchKernel does: the caller's
    * variables may change or die before the stream reaches the launch. */
   size_t n = (size_t)k->num_params, bytes = 0;
@@ -1322,7 +1338,7 @@ static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, siz
     bytes += (k->param_sizes[i] + GP__ARG_ALIGN - 1) / GP__ARG_ALIGN * GP__ARG_ALIGN;
   size_t ptrs = (n * sizeof(void *) + GP__ARG_ALIGN - 1) / GP__ARG_ALIGN * GP__ARG_ALIGN;
   cpu_op_t *op = op_new(OP_KERNEL, GP__ARG_ALIGN + ptrs + bytes);
-  if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
+  if (op == NULL) return NULL;
   uintptr_t base = ((uintptr_t)(op + 1) + GP__ARG_ALIGN - 1) & ~(uintptr_t)(GP__ARG_ALIGN - 1);
   void **copy = (void **)base;
   char *val = (char *)base + ptrs;
@@ -1341,6 +1357,13 @@ static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, siz
    * unload while the launch is queued or captured keeps the code mapped until it is done. */
   op->u.kern.owner = NULL;
   (void)gp__desc_hold(k, GP__DESC_KERNEL, &op->u.kern.owner);
+  return op;
+}
+
+static gp_status_t launch_op(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, size_t shmem,
+                             gp_stream_t stream, void **args, unsigned flags, const char *func) {
+  cpu_op_t *op = kernel_op_new(k, grid, block, shmem, args, flags);
+  if (op == NULL) return GP_ERROR_OUT_OF_MEMORY;
   return submit(stream, op, false, func);
 }
 
@@ -1376,9 +1399,109 @@ gp_status_t gp__be_graph_launch(gp_graph_exec_t exec, gp_stream_t stream) {
   if (op) {
     gp__cpu_exec_ref(exec); /* released when the launch completes, or with the graph holding it */
     op->u.graph.exec = exec;
+    op->u.graph.body = gp__cpu_exec_body(exec); /* later updates of exec do not reach it */
     op->u.graph.gen = 0;
   }
   return submit(stream, op, false, "gp_graph_launch");
+}
+
+/* ---- graph nodes made explicitly (src/cpu/graph.c) ----------------------------------------------- */
+
+struct gp__cpu_op *gp__cpu_op_node(const gp__graph_node_desc_t *d) {
+  cpu_op_t *op = NULL;
+  switch (d->type) {
+    case GP_GRAPH_NODE_TYPE_KERNEL: {
+      const gp_kernel_node_params_t *p = &d->u.kernel;
+      return kernel_op_new(p->kernel, p->grid, p->block, p->shared_bytes, p->args, 0);
+    }
+    case GP_GRAPH_NODE_TYPE_MEMCPY:
+      if ((op = op_new(OP_COPY, 0)) != NULL) {
+        op->u.copy.dst = d->u.copy.dst;
+        op->u.copy.src = d->u.copy.src;
+        op->u.copy.dpitch = op->u.copy.spitch = op->u.copy.width = d->u.copy.bytes;
+        op->u.copy.height = 1;
+      }
+      return op;
+    case GP_GRAPH_NODE_TYPE_MEMSET: {
+      unsigned es = d->u.set.element_size;
+      if ((op = op_new(es == 1 ? OP_SET8 : es == 2 ? OP_SET16 : OP_SET32, 0)) != NULL) {
+        op->u.set.ptr = d->u.set.dst;
+        op->u.set.value = es == 4 ? d->u.set.value : d->u.set.value & ((1u << (8 * es)) - 1u);
+        op->u.set.count = d->u.set.width;
+      }
+      return op;
+    }
+    case GP_GRAPH_NODE_TYPE_HOST:
+      if ((op = op_new(OP_HOST_FN, 0)) != NULL) {
+        op->u.host.fn = d->u.host.fn;
+        op->u.host.user = d->u.host.user_data;
+      }
+      return op;
+    default:
+      return op_new(OP_EMPTY, 0);
+  }
+}
+
+struct gp__cpu_op *gp__cpu_op_clone(const struct gp__cpu_op *src) {
+  cpu_op_t *op = malloc(src->size);
+  if (op == NULL) return NULL;
+  memcpy(op, src, src->size);
+  switch (op->kind) {
+    case OP_KERNEL:
+      if (src->u.kern.args) { /* the argument slots and values move with the op */
+        ptrdiff_t moved = (char *)op - (char *)src;
+        op->u.kern.args = (void **)((char *)src->u.kern.args + moved);
+        for (int i = 0; i < op->u.kern.k->num_params; i++)
+          op->u.kern.args[i] = (char *)src->u.kern.args[i] + moved;
+      }
+      /* The source op holds the module, so its descriptor is still registered. */
+      op->u.kern.owner = NULL;
+      (void)gp__desc_hold(op->u.kern.k, GP__DESC_KERNEL, &op->u.kern.owner);
+      break;
+    case OP_HOST_WORK:
+      if (src->u.work.free_user) {
+        op->u.work.user = malloc(src->u.work.bytes ? src->u.work.bytes : 1);
+        if (op->u.work.user == NULL) {
+          free(op);
+          return NULL;
+        }
+        memcpy(op->u.work.user, src->u.work.user, src->u.work.bytes);
+      }
+      break;
+    case OP_GRAPH:
+      gp__cpu_exec_ref(op->u.graph.exec);
+      atomic_fetch_add(&op->u.graph.body->refs, 1);
+      break;
+    default:
+      break;
+  }
+  return op;
+}
+
+gp_graph_node_type_t gp__cpu_op_type(const struct gp__cpu_op *op) {
+  switch (op->kind) {
+    case OP_KERNEL: return GP_GRAPH_NODE_TYPE_KERNEL;
+    case OP_COPY: return GP_GRAPH_NODE_TYPE_MEMCPY;
+    case OP_SET8:
+    case OP_SET16:
+    case OP_SET32: return GP_GRAPH_NODE_TYPE_MEMSET;
+    case OP_HOST_FN:
+    case OP_HOST_WORK: return GP_GRAPH_NODE_TYPE_HOST;
+    case OP_GRAPH: return GP_GRAPH_NODE_TYPE_GRAPH;
+    default: return GP_GRAPH_NODE_TYPE_EMPTY;
+  }
+}
+
+void gp__cpu_op_kernel_params(const struct gp__cpu_op *op, gp_kernel_node_params_t *p) {
+  p->kernel = op->u.kern.k;
+  p->grid = op->u.kern.grid;
+  p->block = op->u.kern.block;
+  p->shared_bytes = op->u.kern.shmem;
+  p->args = op->u.kern.args;
+}
+
+bool gp__cpu_op_same_child(const struct gp__cpu_op *a, const struct gp__cpu_op *b) {
+  return a->kind != OP_GRAPH || b->kind != OP_GRAPH || a->u.graph.exec == b->u.graph.exec;
 }
 
 /* ---- events ------------------------------------------------------------------------------------------ */

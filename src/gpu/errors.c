@@ -81,6 +81,7 @@ static const gp__gpu_error_row_t gp__gpu_errors[] = {
   {gpuErrorStreamCaptureUnmatched, GP_ERROR_INVALID_VALUE, false},
   {gpuErrorStreamCaptureUnjoined, GP_ERROR_INVALID_VALUE, false},
   {gpuErrorStreamCaptureIsolation, GP_ERROR_INVALID_VALUE, false},
+  {gpuErrorGraphExecUpdateFailure, GP_ERROR_GRAPH_EXEC_UPDATE_FAILURE, false},
   {gpuErrorStreamCaptureWrongThread, GP_ERROR_INVALID_VALUE, false},
 #ifdef gpuErrorTooManyPeers
   {gpuErrorTooManyPeers, GP_ERROR_NOT_SUPPORTED, false},

@@ -120,6 +120,7 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuErrorStreamCaptureUnmatched cudaErrorStreamCaptureUnmatched
 #define gpuErrorStreamCaptureUnjoined cudaErrorStreamCaptureUnjoined
 #define gpuErrorStreamCaptureIsolation cudaErrorStreamCaptureIsolation
+#define gpuErrorGraphExecUpdateFailure cudaErrorGraphExecUpdateFailure
 #define gpuErrorStreamCaptureImplicit cudaErrorStreamCaptureImplicit
 #define gpuErrorCapturedEvent cudaErrorCapturedEvent
 #define gpuErrorStreamCaptureWrongThread cudaErrorStreamCaptureWrongThread
@@ -226,6 +227,54 @@ static inline cudaError_t gpuGraphOwn(cudaGraph_t graph, void *p, void (*destroy
   }
   e = cudaGraphRetainUserObject(graph, o, 1, cudaGraphUserObjectMove);
   if (e != cudaSuccess) (void)cudaUserObjectRelease(o, 1); /* runs destroy(p) */
+  return e;
+}
+
+/* Explicit construction (cudaGraphCreate, cudaGraphAdd*Node, cudaGraphExecUpdate). */
+typedef cudaGraphNode_t gpuGraphNode_t;
+typedef struct cudaKernelNodeParams gpuKernelNodeParams;
+typedef struct cudaMemsetParams gpuMemsetParams;
+typedef struct cudaHostNodeParams gpuHostNodeParams;
+typedef enum cudaGraphNodeType gpuGraphNodeType;
+#define gpuGraphCreate cudaGraphCreate
+#define gpuGraphAddKernelNode cudaGraphAddKernelNode
+#define gpuGraphAddMemsetNode cudaGraphAddMemsetNode
+#define gpuGraphAddHostNode cudaGraphAddHostNode
+#define gpuGraphAddEmptyNode cudaGraphAddEmptyNode
+#define gpuGraphNodeGetType cudaGraphNodeGetType
+#define gpuGraphKernelNodeGetParams cudaGraphKernelNodeGetParams
+#define gpuGraphKernelNodeSetParams cudaGraphKernelNodeSetParams
+#define gpuGraphExecKernelNodeSetParams cudaGraphExecKernelNodeSetParams
+#define gpuGraphAddDependenciesName "cudaGraphAddDependencies" /* for messages */
+#define gpuGraphExecUpdateName "cudaGraphExecUpdate"           /* for messages */
+/* Kernels of gpuport modules are cudaKernel_t, which cudaGraphAddKernelNode takes. */
+#define GP__GPU_GRAPH_MODULE_KERNELS 1
+
+static inline cudaError_t gpuGraphAddMemcpyNode1D(cudaGraphNode_t *node, cudaGraph_t graph,
+                                                  const cudaGraphNode_t *deps, size_t ndeps,
+                                                  void *dst, const void *src, size_t bytes) {
+  return cudaGraphAddMemcpyNode1D(node, graph, deps, ndeps, dst, src, bytes, cudaMemcpyDefault);
+}
+
+/* The signature gained edge data in CUDA 13. */
+static inline cudaError_t gpuGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
+                                                  const cudaGraphNode_t *to, size_t n) {
+#if CUDART_VERSION >= 13000
+  return cudaGraphAddDependencies(graph, from, to, NULL, n);
+#else
+  return cudaGraphAddDependencies(graph, from, to, n);
+#endif
+}
+
+/* cudaGraphExecUpdate (CUDA 12 signature): *result is a cudaGraphExecUpdateResult value. */
+static inline cudaError_t gpuGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, int *result,
+                                             cudaGraphNode_t *node, cudaGraphNode_t *from) {
+  cudaGraphExecUpdateResultInfo info;
+  memset(&info, 0, sizeof(info));
+  cudaError_t e = cudaGraphExecUpdate(exec, graph, &info);
+  *result = (int)info.result;
+  *node = info.errorNode;
+  *from = info.errorFromNode;
   return e;
 }
 

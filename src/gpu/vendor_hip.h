@@ -107,6 +107,7 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuErrorStreamCaptureUnmatched hipErrorStreamCaptureUnmatched
 #define gpuErrorStreamCaptureUnjoined hipErrorStreamCaptureUnjoined
 #define gpuErrorStreamCaptureIsolation hipErrorStreamCaptureIsolation
+#define gpuErrorGraphExecUpdateFailure hipErrorGraphExecUpdateFailure
 #define gpuErrorStreamCaptureImplicit hipErrorStreamCaptureImplicit
 #define gpuErrorCapturedEvent hipErrorCapturedEvent
 #define gpuErrorStreamCaptureWrongThread hipErrorStreamCaptureWrongThread
@@ -192,6 +193,44 @@ static inline hipError_t gpuStreamCaptureGraph(hipStream_t s, hipGraph_t *graph)
   const hipGraphNode_t *deps = NULL;
   size_t ndeps = 0;
   return hipStreamGetCaptureInfo_v2(s, &st, &id, graph, &deps, &ndeps);
+}
+
+/* Explicit construction (hipGraphCreate, hipGraphAdd*Node, hipGraphExecUpdate). */
+typedef hipGraphNode_t gpuGraphNode_t;
+typedef hipKernelNodeParams gpuKernelNodeParams;
+typedef hipMemsetParams gpuMemsetParams;
+typedef hipHostNodeParams gpuHostNodeParams;
+typedef hipGraphNodeType gpuGraphNodeType;
+#define gpuGraphCreate hipGraphCreate
+#define gpuGraphAddKernelNode hipGraphAddKernelNode
+#define gpuGraphAddMemsetNode hipGraphAddMemsetNode
+#define gpuGraphAddHostNode hipGraphAddHostNode
+#define gpuGraphAddEmptyNode hipGraphAddEmptyNode
+#define gpuGraphNodeGetType hipGraphNodeGetType
+#define gpuGraphKernelNodeGetParams hipGraphKernelNodeGetParams
+#define gpuGraphKernelNodeSetParams hipGraphKernelNodeSetParams
+#define gpuGraphExecKernelNodeSetParams hipGraphExecKernelNodeSetParams
+#define gpuGraphAddDependencies hipGraphAddDependencies
+#define gpuGraphAddDependenciesName "hipGraphAddDependencies" /* for messages */
+#define gpuGraphExecUpdateName "hipGraphExecUpdate"           /* for messages */
+/* A module's kernel is a hipFunction_t, which hipGraphAddKernelNode (ROCm 5) cannot take. */
+#define GP__GPU_GRAPH_MODULE_KERNELS 0
+
+static inline hipError_t gpuGraphAddMemcpyNode1D(hipGraphNode_t *node, hipGraph_t graph,
+                                                 const hipGraphNode_t *deps, size_t ndeps,
+                                                 void *dst, const void *src, size_t bytes) {
+  return hipGraphAddMemcpyNode1D(node, graph, deps, ndeps, dst, src, bytes, hipMemcpyDefault);
+}
+
+/* hipGraphExecUpdate has CUDA 11's signature: the node at fault, no node it comes from. */
+static inline hipError_t gpuGraphExecUpdate(hipGraphExec_t exec, hipGraph_t graph, int *result,
+                                            hipGraphNode_t *node, hipGraphNode_t *from) {
+  hipGraphExecUpdateResult r = hipGraphExecUpdateError;
+  *node = NULL;
+  hipError_t e = hipGraphExecUpdate(exec, graph, node, &r);
+  *result = (int)r;
+  *from = NULL;
+  return e;
 }
 
 #if HIP_VERSION_MAJOR >= 6
