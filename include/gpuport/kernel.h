@@ -762,7 +762,7 @@ template <typename T> static inline T gp__from_bits(uint64_t b) {
   return v;
 }
 /* What a read of an inactive or exited lane returns: NaN, or a recognisable pattern. */
-template <typename T> static inline T gp__poison(void) { return (T)0x7fbad0beu; }
+template <typename T> static inline T gp__poison(void) { return gp__from_bits<T>(0x7fbad0beu); }
 template <> inline float gp__poison<float>(void) { return __builtin_nanf("0xbad"); }
 template <> inline double gp__poison<double>(void) { return __builtin_nan("0xbad"); }
 /* The value of lane src in exchange x, or poison (reported) when src did not take part. */
