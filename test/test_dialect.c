@@ -9,6 +9,9 @@
  *   pattern to float and back, floats (every midpoint, its neighbours, random) rounded
  *   to nearest even, every operation against the float64 value rounded once, pairs,
  *   shuffles and atomics.
+ * - cooperative groups (gpuport/cooperative_groups.h, test/kernels/kt_cg.cu): every
+ *   member of tiles of 1 .. the warp width, the block, run-time tiles, the coalesced
+ *   group of a partial warp, the grid's sync.
  *
  * Inputs are random (seed printed; GP_TEST_SEED replays); outputs are poisoned first and
  * every element is checked against a float64 (or exact integer) reference.
@@ -482,6 +485,163 @@ START_TEST(half_pairs_shuffles_atomics) {
 }
 END_TEST
 
+/* ---- cooperative groups -------------------------------------------------------------- */
+#define CG_DECLARE(sfx)                                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_1##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_2##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_4##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_8##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_16##sfx);                                                    \
+  GP_KERNEL_DECLARE(kt_cg_tile_32##sfx);                                                    \
+  GP_KERNEL_DECLARE(kt_cg_block##sfx);                                                      \
+  GP_KERNEL_DECLARE(kt_cg_grid##sfx)
+CG_DECLARE();
+#ifdef GP_BUILD_CPU
+CG_DECLARE(_w64);
+GP_KERNEL_DECLARE(kt_cg_tile_64_w64);
+#endif
+enum { KT_CG_OUTS = 20, KT_CG_BOUTS = 12 };
+
+/* The warp width kernel k runs at: its own, or 64 where GP_CPU_WARP_SIZE=64 runs the
+ * width-64 build of every kernel on the CPU. */
+static int run_width(gp_kernel_t k) {
+  const char *e = getenv("GP_CPU_WARP_SIZE");
+  return gp_backend() == GP_BACKEND_CPU && e && atoi(e) == 64 ? 64 : k->warp_size;
+}
+
+/* The tiles of every size at each width: every member against the rule computed here. */
+START_TEST(cg_tile_members_every_size) {
+  enum { B = 128, G = 2, T = B * G };
+  gp_kernel_t tiles[NBUILDS][7] = {{GP_KERNEL_REF(kt_cg_tile_1), GP_KERNEL_REF(kt_cg_tile_2), GP_KERNEL_REF(kt_cg_tile_4),
+                                    GP_KERNEL_REF(kt_cg_tile_8), GP_KERNEL_REF(kt_cg_tile_16), GP_KERNEL_REF(kt_cg_tile_32), NULL}
+#ifdef GP_BUILD_CPU
+                                   , {GP_KERNEL_REF(kt_cg_tile_1_w64), GP_KERNEL_REF(kt_cg_tile_2_w64),
+                                      GP_KERNEL_REF(kt_cg_tile_4_w64), GP_KERNEL_REF(kt_cg_tile_8_w64),
+                                      GP_KERNEL_REF(kt_cg_tile_16_w64), GP_KERNEL_REF(kt_cg_tile_32_w64),
+                                      GP_KERNEL_REF(kt_cg_tile_64_w64)}
+#endif
+  };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0xc9);
+  int v[T], *o = malloc((size_t)T * KT_CG_OUTS * sizeof(int));
+  ck_assert(o != NULL);
+  for (int i = 0; i < T; i++) v[i] = (int)(gp_ref_rng_next(&rng) % 8u);
+  int *din = NULL, *dout = NULL;
+  OK(gp_malloc((void **)&din, sizeof v));
+  OK(gp_malloc((void **)&dout, (size_t)T * KT_CG_OUTS * sizeof(int)));
+  OK(gp_memcpy(din, v, sizeof v));
+  for (int b = 0; b < NBUILDS; b++)
+    for (int s = 0; s < 7 && tiles[b][s]; s++) {
+      const int N = 1 << s;
+      OK(gp_memset(dout, 0xab, (size_t)T * KT_CG_OUTS * sizeof(int)));
+      void *args[] = {&din, &dout};
+      OK(gp_launch(tiles[b][s], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+      OK(gp_memcpy(o, dout, (size_t)T * KT_CG_OUTS * sizeof(int)));
+      for (int g = 0; g < T; g++) {
+        const int tid = g % B, r = tid % N, base = g - r;
+        int any = 0, all = 1, sum = 0, mn = 1 << 30, mx = -1, band = -1, bor = 0, bxor = 0;
+        uint64_t bal = 0, mat = 0;
+        for (int k = 0; k < N; k++) {
+          const int w = v[base + k];
+          any |= w & 1, all &= w > 0, sum += w, band &= w, bor |= w, bxor ^= w;
+          mn = w < mn ? w : mn, mx = w > mx ? w : mx;
+          if (w & 1) bal |= (uint64_t)1 << k;
+          if (w % 3 == v[g] % 3) mat |= (uint64_t)1 << k;
+        }
+        const int want[KT_CG_OUTS] = {r, N * 1000 + N, tid / N, B / N, v[base + (r + 1) % N],
+                                      r + 1 < N ? v[g + 1] : v[g], r >= 1 ? v[g - 1] : v[g], N > 1 ? v[g ^ 1] : v[g],
+                                      any, all, (int)(uint32_t)bal, (int)(uint32_t)(bal >> 32), (int)(uint32_t)mat,
+                                      (int)(uint32_t)(mat >> 32), sum, mn, mx, band, bor, bxor};
+        static const char *what[KT_CG_OUTS] = {"thread_rank", "size", "meta_group_rank", "meta_group_size", "shfl",
+                                                "shfl_down", "shfl_up", "shfl_xor", "any", "all", "ballot lo",
+                                                "ballot hi", "match_any lo", "match_any hi", "reduce plus",
+                                                "reduce less", "reduce greater", "reduce bit_and", "reduce bit_or",
+                                                "reduce bit_xor"};
+        for (int k = 0; k < KT_CG_OUTS; k++)
+          ck_assert_msg(o[(size_t)KT_CG_OUTS * g + k] == want[k],
+                        "seed 0x%llx, %s (warp width %d), thread %d: %s = %d, expected %d", (unsigned long long)g_seed,
+                        gp_kernel_name(tiles[b][s]), tiles[b][s]->warp_size, g, what[k], o[(size_t)KT_CG_OUTS * g + k],
+                        want[k]);
+      }
+    }
+  OK(gp_free(din));
+  OK(gp_free(dout));
+  free(o);
+}
+END_TEST
+
+/* The block, a run-time tile of 16 and the coalesced group of blocks of 96 threads (the
+ * last warp is partial at width 64). */
+START_TEST(cg_block_dynamic_tile_coalesced) {
+  enum { B = 96, G = 2, T = B * G };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_block)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_block_w64)
+#endif
+  };
+  int *d = NULL, o[T * KT_CG_BOUTS];
+  OK(gp_malloc((void **)&d, sizeof o));
+  for (int b = 0; b < NBUILDS; b++) {
+    const int W = run_width(ks[b]);
+    OK(gp_memset(d, 0xab, sizeof o));
+    void *args[] = {&d};
+    OK(gp_launch(ks[b], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, d, sizeof o));
+    for (int g = 0; g < T; g++) {
+      const int tid = g % B, wbase = tid - tid % W, csize = B - wbase < W ? B - wbase : W, cr = tid % W;
+      const int want[KT_CG_BOUTS] = {tid, B, B, g / B, tid, B, tid % 16, 16, tid / 16, B / 16, csize,
+                                     cr * 1000 + (csize - 1 - cr)};
+      for (int k = 0; k < KT_CG_BOUTS; k++)
+        ck_assert_msg(o[KT_CG_BOUTS * g + k] == want[k], "kt_cg_block (warp width %d), thread %d, value %d: %d, expected %d",
+                      W, g, k, o[KT_CG_BOUTS * g + k], want[k]);
+    }
+  }
+  OK(gp_free(d));
+}
+END_TEST
+
+/* grid_group::sync in a cooperative launch: every block sees every block's write. */
+START_TEST(cg_grid_sync) {
+  enum { B = 64, GMAX = 4 };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_grid)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_grid_w64)
+#endif
+  };
+  /* as many blocks as can be resident together (a cooperative launch's limit), up to 4 */
+  int per_mp = 0, dev = 0;
+  gp_device_props_t props;
+  gp_device_props_init(&props);
+  OK(gp_device_get(&dev));
+  OK(gp_device_get_props(&props, dev));
+  OK(gp_occupancy_max_active_blocks(&per_mp, ks[0], B, 0));
+  const int G = per_mp * props.multiprocessor_count < GMAX ? per_mp * props.multiprocessor_count : GMAX, T = B * G;
+  ck_assert_int_ge(G, 1);
+  int *buf = NULL, *d = NULL, o[B * GMAX + 2];
+  OK(gp_malloc((void **)&buf, G * sizeof(int)));
+  OK(gp_malloc((void **)&d, sizeof o));
+  for (int b = 0; b < NBUILDS; b++) {
+    OK(gp_memset(buf, 0, G * sizeof(int)));
+    OK(gp_memset(d, 0xab, sizeof o));
+    gp_launch_config_t c;
+    gp_launch_config_init(&c);
+    c.grid = gp_dim3(G, 1, 1);
+    c.block = gp_dim3(B, 1, 1);
+    c.cooperative = 1;
+    void *args[] = {&buf, &d};
+    OK(gp_launch_ex(ks[b], &c, args));
+    OK(gp_memcpy(o, d, sizeof o));
+    for (int i = 0; i < T; i++)
+      ck_assert_msg(o[i] == G * (G + 1) / 2, "kt_cg_grid build %d, %d blocks, thread %d: %d, expected %d", b, G, i, o[i],
+                    G * (G + 1) / 2);
+    ck_assert_int_eq(o[T], T);
+    ck_assert_int_eq(o[T + 1], G);
+  }
+  OK(gp_free(buf));
+  OK(gp_free(d));
+}
+END_TEST
+
 static Suite *dialect_suite(void) {
   Suite *s = suite_create("dialect");
   TCase *tt = tcase_create("templates");
@@ -497,6 +657,12 @@ static Suite *dialect_suite(void) {
   tcase_add_test(th, half_arithmetic_rounds_once);
   tcase_add_test(th, half_pairs_shuffles_atomics);
   suite_add_tcase(s, th);
+  TCase *tc = tcase_create("cooperative groups");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, cg_tile_members_every_size);
+  tcase_add_test(tc, cg_block_dynamic_tile_coalesced);
+  tcase_add_test(tc, cg_grid_sync);
+  suite_add_tcase(s, tc);
   return s;
 }
 
