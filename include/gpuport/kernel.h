@@ -4,8 +4,7 @@
  *        host C++ compiler (CPU backend), launch it from C with gp_launch().
  * @ingroup kernel
  *
- * A dialect source (`foo.cu`) is C-like C++ (no templates, references or lambdas in
- * kernels) using CUDA spellings for the built-ins:
+ * A dialect source (`foo.cu`) is C++ using CUDA spellings for the built-ins:
  * @code
  * #include <gpuport/kernel.h>
  * GP_KERNEL void saxpy(int n, float a, const float *x, float *y) {
@@ -23,7 +22,10 @@
  * `GP_TARGET_CPU` is defined to 1 accordingly.
  *
  * What the dialect provides on every target:
- * - `GP_KERNEL`, `GP_KERNEL_EXPORT(name)`, `GP_DEVICE`, `GP_HOST_DEVICE`.
+ * - `GP_KERNEL`, `GP_KERNEL_EXPORT(name)`, `GP_DEVICE`, `GP_HOST_DEVICE`; kernel templates
+ *   `template <...> GP_KERNEL_TEMPLATE void k(...)` exported to C per instance with
+ *   `GP_KERNEL_EXPORT_INSTANCE(c_name, k<float, 256>)`; kernels left as CUDA's
+ *   `__global__` (also `static __global__`), launched from C++ with GP_LAUNCH.
  * - `threadIdx`, `blockIdx`, `blockDim`, `gridDim`, `warpSize`, `__syncthreads()`,
  *   `__syncthreads_count/and/or(pred)`, `__threadfence()`, `__threadfence_block()`,
  *   atomics `atomicAdd/Sub/Exch/Min/Max/Inc/Dec/CAS/And/Or/Xor`, math from <math.h>
@@ -235,10 +237,19 @@ typedef uint64_t gp_lane_mask_t;
 #if defined(GP_TARGET_CPU)
 /* Internal linkage, so a second build of the same source (another warp width) links. */
 #define GP_KERNEL static
+/* A kernel template (CUDA's `template <...> __global__`): internal linkage as GP_KERNEL. */
+#define GP_KERNEL_TEMPLATE static
 #define GP_DEVICE static inline
 #define __device__
 #define __host__
+/* A kernel left as CUDA wrote it (`__global__ void k`, `static __global__`, a template):
+ * the width-64 build's instances get other symbol names (an ABI tag), so a second build
+ * of the source links and never stands in for the first. */
+#if GP_WARP_SIZE == 64
+#define __global__ __attribute__((abi_tag("gpw64")))
+#else
 #define __global__
+#endif
 /* An inline variable (C++17), so a second build of the source (another warp width)
  * shares the variable; hidden, because an inline variable of default visibility is
  * STB_GNU_UNIQUE under GCC, and one such symbol makes the whole shared object NODELETE
@@ -252,6 +263,11 @@ typedef uint64_t gp_lane_mask_t;
 #define __shared__ static thread_local
 #else
 #define GP_KERNEL extern "C" __global__
+/** @brief A kernel template: `template <class T, unsigned B> GP_KERNEL_TEMPLATE void
+ *         reduce(const T *in, T *out, int n)` (GP_KERNEL is `extern "C"`, which a template
+ *         cannot be). Export an instance to C with GP_KERNEL_EXPORT_INSTANCE(); launch one
+ *         from C++ with `GP_LAUNCH((reduce<float, 256>), ...)`. */
+#define GP_KERNEL_TEMPLATE __global__
 #define GP_DEVICE static __device__ inline
 #endif
 /** @brief Descriptor visibility: the descriptor is what C host code links against. */
@@ -315,43 +331,146 @@ template <typename... A> struct __attribute__((visibility("hidden"))) gp__ksig<v
 };
 /** @endcond */
 
-/**
- * @brief Emits the descriptor of kernel @p name (GP_KERNEL_SYMBOL(name)), with C linkage
- *        and default visibility, in the kernel's own translation unit. Put it after the
- *        kernel's definition, at file scope.
- */
-#if defined(GP_TARGET_CPU)
 /** @cond GP_INTERNAL */
-/* Registers a CPU kernel with the executor while its object is loaded. */
-struct gp__kreg {
-  const struct gp_kernel_s *k;
-  explicit gp__kreg(const struct gp_kernel_s *p) : k(p) { (void)gp__cpu_kernel_register(p); }
-  ~gp__kreg() { gp__cpu_kernel_unregister(k); }
-};
-/** @endcond */
-#define GP_KERNEL_EXPORT(name)                                                              \
-  extern "C" GP__KERNEL_VISIBLE const struct gp_kernel_s GP_KERNEL_SYMBOL(name) = {         \
-      GP_KERNEL_MAGIC, GP_KERNEL_ABI_VERSION, #name, (int)GP_BACKEND_CPU, GP_WARP_SIZE,     \
-      gp__ksig<decltype(name)>::count, gp__ksig<decltype(name)>::sizes, nullptr,            \
-      &gp__ksig<decltype(name)>::run_block<name>, &gp__ksig<decltype(name)>::run_thread<name>, \
-      1024, 0u, {nullptr, nullptr, nullptr, nullptr}};                                      \
-  static const gp__kreg GP__CAT(gp__kreg_, GP_KERNEL_SYMBOL(name))(&GP_KERNEL_SYMBOL(name));
+/* The function type of a kernel named by its function (GP_KERNEL_EXPORT) or by a pointer
+ * to it (a template argument). */
+template <typename T> struct gp__sig { typedef T type; };
+template <typename T> struct gp__sig<T *> { typedef T type; };
+#define GP__KSIG(...) gp__ksig<typename gp__sig<decltype(__VA_ARGS__)>::type>
+#if defined(GP_TARGET_CPU)
 #define GP__KBACKEND GP_BACKEND_CPU
-#elif defined(GP__RTC)
-/* Under NVRTC and hipRTC there is no host side: the module's kernels are found by name. */
-#define GP_KERNEL_EXPORT(name)
-#else
+/* The descriptor of kernel fn (a function or a constant pointer to one) named namestr. */
+#define GP__KDESC(namestr, ...)                                                              \
+  {GP_KERNEL_MAGIC, GP_KERNEL_ABI_VERSION, namestr, (int)GP_BACKEND_CPU, GP_WARP_SIZE,      \
+   GP__KSIG(__VA_ARGS__)::count, GP__KSIG(__VA_ARGS__)::sizes, nullptr,                     \
+   &GP__KSIG(__VA_ARGS__)::template run_block<__VA_ARGS__>,                                 \
+   &GP__KSIG(__VA_ARGS__)::template run_thread<__VA_ARGS__>, 1024, 0u,                      \
+   {nullptr, nullptr, nullptr, nullptr}}
+/* The executor's table, which also finds a kernel's width-64 build by name. */
+#define GP__KREGISTER(d) gp__cpu_kernel_register(d)
+#define GP__KUNREGISTER(d) gp__cpu_kernel_unregister(d)
+#elif !defined(GP__RTC)
 #if defined(GP_TARGET_CUDA)
 #define GP__KBACKEND GP_BACKEND_CUDA
 #else
 #define GP__KBACKEND GP_BACKEND_HIP
 #endif
+#define GP__KDESC(namestr, ...)                                                              \
+  {GP_KERNEL_MAGIC, GP_KERNEL_ABI_VERSION, namestr, (int)GP__KBACKEND, GP_WARP_SIZE,        \
+   GP__KSIG(__VA_ARGS__)::count, GP__KSIG(__VA_ARGS__)::sizes, (const void *)(__VA_ARGS__), \
+   nullptr, nullptr, 1024, 0u, {nullptr, nullptr, nullptr, nullptr}}
+#define GP__KREGISTER(d) gp__abi_register(d)
+#define GP__KUNREGISTER(d) gp__abi_unregister(d)
+#endif
+
+#if defined(GP_TARGET_CPU) || !defined(GP__RTC)
+/* Registers an exported descriptor while its object is loaded, and lists it with its
+ * kernel, so that GP_LAUNCH of that kernel (gp__kdesc) launches the exported descriptor
+ * wherever the export stands in the source. The list is the object's own (hidden) and
+ * changes only while the dynamic loader, under its lock, runs the object's static
+ * constructors and destructors. */
+struct __attribute__((visibility("hidden"))) gp__kreg {
+  const struct gp_kernel_s *k;
+  const void *fn;
+  gp__kreg *next;
+  static gp__kreg *&head() {
+    static gp__kreg *h;
+    return h;
+  }
+  gp__kreg(const struct gp_kernel_s *p, const void *f) : k(p), fn(f), next(head()) {
+    (void)GP__KREGISTER(p);
+    head() = this;
+  }
+  ~gp__kreg() {
+    for (gp__kreg **q = &head(); *q; q = &(*q)->next)
+      if (*q == this) {
+        *q = next;
+        break;
+      }
+    GP__KUNREGISTER(k);
+  }
+  static const struct gp_kernel_s *find(const void *f) {
+    for (const gp__kreg *r = head(); r; r = r->next)
+      if (r->fn == f) return r->k;
+    return nullptr;
+  }
+};
+#endif
+
+#if !defined(GP__RTC)
+/* The name of a kernel instance from the compiler's spelling of the template argument
+ * (GCC: "[with auto F = reduce<float, 256>]", Clang: "[F = &reduce<float, 256>]"), so
+ * that both warp-width builds of a source give an instance the same name. */
+static inline void gp__kname(const char *pretty, char *out, size_t cap) {
+  const char *p = strstr(pretty, "[with auto F = ");
+  if (p) p += 15;
+  else if ((p = strstr(pretty, "[F = ")) != nullptr) p += 5;
+  else p = pretty;
+  if (*p == '&') p++;
+  size_t n = strlen(p);
+  if (n && p[n - 1] == ']') n--;
+  if (n >= cap) n = cap - 1;
+  memcpy(out, p, n);
+  out[n] = '\0';
+}
+/* The descriptor GP_LAUNCH launches kernel F with: the one exported for F (GP_KERNEL_EXPORT,
+ * GP_KERNEL_EXPORT_INSTANCE), else one made and registered for the instance when the
+ * launch is instantiated (a kernel template launched from C++ needs no export). Hidden:
+ * a template static of default visibility is STB_GNU_UNIQUE under GCC (see gp__ksig). */
+template <auto F> struct __attribute__((visibility("hidden"))) gp__kdesc {
+  struct holder {
+    char name[256];
+    struct gp_kernel_s d;
+    holder() {
+      gp__kname(__PRETTY_FUNCTION__, name, sizeof name);
+      d = gp_kernel_s GP__KDESC(name, F);
+      (void)GP__KREGISTER(&d);
+    }
+    ~holder() { GP__KUNREGISTER(&d); }
+  };
+  static inline holder made;
+  static inline const struct gp_kernel_s *chosen;
+  static const struct gp_kernel_s *get() {
+    const struct gp_kernel_s *c = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+    if (!c) {
+      c = gp__kreg::find((const void *)F);
+      if (!c) c = &made.d;
+      __atomic_store_n(&chosen, c, __ATOMIC_RELEASE);
+    }
+    return c;
+  }
+};
+#endif
+/** @endcond */
+
+/**
+ * @brief Emits the descriptor of kernel @p name (GP_KERNEL_SYMBOL(name)), with C linkage
+ *        and default visibility, in the kernel's own translation unit. Put it after the
+ *        kernel's definition, at file scope.
+ */
+#if defined(GP__RTC) && !defined(GP_TARGET_CPU)
+/* Under NVRTC and hipRTC there is no host side: the module's kernels are found by name. */
+#define GP_KERNEL_EXPORT(name)
+#define GP_KERNEL_EXPORT_INSTANCE(sym, ...)
+#else
 #define GP_KERNEL_EXPORT(name)                                                              \
-  extern "C" GP__KERNEL_VISIBLE const struct gp_kernel_s GP_KERNEL_SYMBOL(name) = {         \
-      GP_KERNEL_MAGIC, GP_KERNEL_ABI_VERSION, #name, (int)GP__KBACKEND, GP_WARP_SIZE,       \
-      gp__ksig<decltype(name)>::count, gp__ksig<decltype(name)>::sizes,                     \
-      (const void *)name, nullptr, nullptr, 1024, 0u, {nullptr, nullptr, nullptr, nullptr}}; \
-  static const gp__dreg GP__CAT(gp__dreg_, GP_KERNEL_SYMBOL(name))(&GP_KERNEL_SYMBOL(name));
+  extern "C" GP__KERNEL_VISIBLE const struct gp_kernel_s GP_KERNEL_SYMBOL(name) =           \
+      GP__KDESC(#name, name);                                                               \
+  static const gp__kreg GP__CAT(gp__kreg_, GP_KERNEL_SYMBOL(name))(&GP_KERNEL_SYMBOL(name), \
+                                                                  (const void *)(name));
+/**
+ * @brief Emits the descriptor of an instance of a kernel template under the C name
+ *        @p sym: `GP_KERNEL_EXPORT_INSTANCE(reduce_f32_256, reduce<float, 256>)`; C code
+ *        declares it with GP_KERNEL_DECLARE(reduce_f32_256) and launches
+ *        GP_KERNEL_REF(reduce_f32_256). The kernel's name (gp_kernel_name()) is the
+ *        instance as written ("reduce<float, 256>"). Put it after the template's
+ *        definition, at file scope.
+ */
+#define GP_KERNEL_EXPORT_INSTANCE(sym, ...)                                                 \
+  extern "C" GP__KERNEL_VISIBLE const struct gp_kernel_s GP_KERNEL_SYMBOL(sym) =            \
+      GP__KDESC(#__VA_ARGS__, __VA_ARGS__);                                                 \
+  static const gp__kreg GP__CAT(gp__kreg_, GP_KERNEL_SYMBOL(sym))(&GP_KERNEL_SYMBOL(sym),   \
+                                                                 (const void *)(__VA_ARGS__));
 #endif
 
 /**
@@ -643,7 +762,7 @@ template <typename T> static inline T gp__from_bits(uint64_t b) {
   return v;
 }
 /* What a read of an inactive or exited lane returns: NaN, or a recognisable pattern. */
-template <typename T> static inline T gp__poison(void) { return (T)0x7fbad0beu; }
+template <typename T> static inline T gp__poison(void) { return gp__from_bits<T>(0x7fbad0beu); }
 template <> inline float gp__poison<float>(void) { return __builtin_nanf("0xbad"); }
 template <> inline double gp__poison<double>(void) { return __builtin_nan("0xbad"); }
 /* The value of lane src in exchange x, or poison (reported) when src did not take part. */
@@ -1004,13 +1123,17 @@ template <typename... A> struct gp__klaunch<void(A...)> {
 /** @endcond */
 /**
  * @brief CUDA's `kernel<<<grid, block, shmem, stream>>>(args...)` in host code of a dialect
- *        source, below the kernel's GP_KERNEL_EXPORT: `GP_LAUNCH(saxpy, blocks, 256, 0,
- *        NULL, n, a, x, y)`. @p grid and @p block are dim3 or unsigned; each argument is
- *        converted to the kernel's parameter type. Returns gp_launch()'s status.
+ *        source: `GP_LAUNCH(saxpy, blocks, 256, 0, NULL, n, a, x, y)`, and for an instance
+ *        of a kernel template, parenthesised: `GP_LAUNCH((reduce<T, 512>), ...)`. @p grid
+ *        and @p block are dim3 or unsigned; each argument is converted to the kernel's
+ *        parameter type. The kernel's descriptor is its export (GP_KERNEL_EXPORT,
+ *        GP_KERNEL_EXPORT_INSTANCE) where it has one, else one registered for the launch
+ *        (kernel templates and `static __global__` kernels need no export).
+ * @return gp_launch()'s status.
  */
 #define GP_LAUNCH(kernel, grid, block, shmem, stream, ...)                                  \
-  gp__klaunch<decltype(kernel)>::launch(GP_KERNEL_REF(kernel), (grid), (block), (shmem), (stream), \
-                                        ##__VA_ARGS__)
+  gp__klaunch<typename gp__sig<decltype(&kernel)>::type>::launch(                               \
+      gp__kdesc<&kernel>::get(), (grid), (block), (shmem), (stream), ##__VA_ARGS__)
 #endif /* !GP__RTC */
 
 #endif /* __cplusplus */

@@ -1,0 +1,272 @@
+/**
+ * @file gpuport/cooperative_groups.h
+ * @brief CUDA's cooperative groups for dialect sources, in namespace `gp_cg`, on the
+ *        dialect's warp primitives at its warp width (GP_WARP_SIZE 32 or 64).
+ * @ingroup kernel
+ *
+ * Include it after gpuport/kernel.h; `namespace cg = gp_cg;` then reads as CUDA code:
+ * @code
+ * #include <gpuport/kernel.h>
+ * #include <gpuport/cooperative_groups.h>
+ * namespace cg = gp_cg;
+ * GP_KERNEL void sum(const float *x, float *out) {
+ *   cg::thread_block b = cg::this_thread_block();
+ *   cg::thread_block_tile<32> t = cg::tiled_partition<32>(b);
+ *   float v = cg::reduce(t, x[b.thread_rank()], cg::plus<float>());
+ *   if (t.thread_rank() == 0) atomicAdd(out, v);
+ * }
+ * @endcode
+ *
+ * - `thread_block` / `this_thread_block()`: sync, thread_rank, size, num_threads,
+ *   group_index, thread_index, group_dim, dim_threads.
+ * - `thread_block_tile<N>` / `tiled_partition<N>(g)`, N a power of two from 1 to the warp
+ *   width (a tile of 64 exists only at width 64; a tile of 32 on a 64-lane wave is a
+ *   half-wave): sync, thread_rank, size, num_threads, meta_group_rank, meta_group_size,
+ *   shfl, shfl_down, shfl_up, shfl_xor (within the tile), any, all, ballot (bit r for
+ *   tile rank r), match_any (the ranks holding the same value).
+ * - `tiled_partition(g, n)`: a `thread_group` of n threads (sync, thread_rank, size,
+ *   num_threads, meta_group_rank, meta_group_size).
+ * - `coalesced_threads()`: the warp's live lanes (on the CPU, lanes diverged in a branch
+ *   are not told apart: call it where the warp is converged): sync, thread_rank, size,
+ *   shfl, any, all, ballot.
+ * - `reduce(tile, x, op)` with `plus<T>`, `less<T>` (minimum), `greater<T>` (maximum),
+ *   `bit_and<T>`, `bit_or<T>`, `bit_xor<T>`: every lane of the tile gets the result.
+ * - `grid_group` / `this_grid()`: sync (gp_grid_sync(): a cooperative launch),
+ *   thread_rank, size, num_threads, block_rank, num_blocks.
+ * - `sync(g)` for any of them.
+ *
+ * Every target uses this implementation (the warp primitives of gpuport/kernel.h), so a
+ * kernel behaves the same under nvcc, hipcc and on the CPU at both widths.
+ */
+#ifndef GP_COOPERATIVE_GROUPS_H
+#define GP_COOPERATIVE_GROUPS_H
+
+#include <gpuport/kernel.h>
+
+#ifdef __cplusplus
+
+#if defined(GP_TARGET_CPU)
+#define GP__CGQ inline
+#else
+#define GP__CGQ __device__ __forceinline__
+#endif
+
+/** @brief CUDA's cooperative groups on the dialect's primitives. */
+namespace gp_cg {
+
+/** @cond GP_INTERNAL */
+/* The threads of the caller's block, and the lanes of the caller's warp that exist (a
+ * last warp may be partial). */
+GP__CGQ unsigned block_threads() { return blockDim.x * blockDim.y * blockDim.z; }
+GP__CGQ gp_lane_mask_t warp_lanes() {
+  const unsigned base = gp__linear_tid() - gp_lane_id(), n = block_threads() - base;
+  return n >= (unsigned)GP_WARP_SIZE ? GP_FULL_MASK : (((gp_lane_mask_t)1 << n) - 1u);
+}
+/* The lanes of the caller's group of n lanes (n a power of two up to the warp). */
+GP__CGQ gp_lane_mask_t tile_lanes(unsigned n) {
+  const gp_lane_mask_t m = n >= 64u ? ~(gp_lane_mask_t)0 : (((gp_lane_mask_t)1 << n) - 1u);
+  return (m << (gp_lane_id() & ~(n - 1u))) & warp_lanes();
+}
+/** @endcond */
+
+/** @brief The caller's block (CUDA's cooperative_groups::thread_block). */
+struct thread_block {
+  /** @brief __syncthreads(). */
+  GP__CGQ void sync() const { __syncthreads(); }
+  /** @brief The caller's linear index in the block. */
+  GP__CGQ unsigned thread_rank() const { return gp__linear_tid(); }
+  /** @brief Threads in the block. */
+  GP__CGQ unsigned size() const { return block_threads(); }
+  /** @brief Threads in the block. */
+  GP__CGQ unsigned num_threads() const { return block_threads(); }
+  /** @brief blockIdx. */
+  GP__CGQ dim3 group_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+  /** @brief threadIdx. */
+  GP__CGQ dim3 thread_index() const { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+  /** @brief blockDim. */
+  GP__CGQ dim3 group_dim() const { return dim3(blockDim.x, blockDim.y, blockDim.z); }
+  /** @brief blockDim. */
+  GP__CGQ dim3 dim_threads() const { return group_dim(); }
+};
+/** @brief The caller's block. */
+GP__CGQ thread_block this_thread_block() { return thread_block(); }
+
+/** @brief A group made at run time: the block, or a tile of it (tiled_partition(g, n)). */
+struct thread_group {
+  unsigned n; /**< threads in the group */
+  /** @brief __syncthreads() for the block, the tile's lanes' warp sync for a tile. */
+  GP__CGQ void sync() const {
+    if (n >= block_threads() && n > (unsigned)GP_WARP_SIZE) __syncthreads();
+    else gp_syncwarp_mask(tile_lanes(n));
+  }
+  /** @brief The caller's rank in the group. */
+  GP__CGQ unsigned thread_rank() const { return gp__linear_tid() % n; }
+  /** @brief Threads in the group. */
+  GP__CGQ unsigned size() const { return n; }
+  /** @brief Threads in the group. */
+  GP__CGQ unsigned num_threads() const { return n; }
+  /** @brief The group's index among the block's groups of its size. */
+  GP__CGQ unsigned meta_group_rank() const { return gp__linear_tid() / n; }
+  /** @brief The number of groups of its size in the block. */
+  GP__CGQ unsigned meta_group_size() const { return (block_threads() + n - 1u) / n; }
+};
+
+/** @brief A tile of N threads (a power of two up to the warp width) of the block. */
+template <unsigned N> struct thread_block_tile {
+  static_assert(N >= 1 && N <= (unsigned)GP_WARP_SIZE && (N & (N - 1)) == 0,
+                "a tile has a power-of-two size up to the warp width (64 only at GP_WARP_SIZE 64)");
+  /** @brief The tile's lanes in the caller's warp. */
+  GP__CGQ gp_lane_mask_t lanes() const { return tile_lanes(N); }
+  /** @brief Waits for the tile's lanes (a masked warp sync). */
+  GP__CGQ void sync() const { gp_syncwarp_mask(lanes()); }
+  /** @brief The caller's rank in the tile. */
+  GP__CGQ unsigned thread_rank() const { return gp_lane_id() & (N - 1u); }
+  /** @brief N. */
+  GP__CGQ static constexpr unsigned size() { return N; }
+  /** @brief N. */
+  GP__CGQ static constexpr unsigned num_threads() { return N; }
+  /** @brief The tile's index among the block's tiles. */
+  GP__CGQ unsigned meta_group_rank() const { return gp__linear_tid() / N; }
+  /** @brief The number of tiles in the block. */
+  GP__CGQ unsigned meta_group_size() const { return (block_threads() + N - 1u) / N; }
+  /** @brief The value of tile rank @p src (taken modulo N). */
+  template <class T> GP__CGQ T shfl(T v, int src) const { return gp_shfl_sync(lanes(), v, src, (int)N); }
+  /** @brief The value of tile rank + @p d (the caller's own past the tile's end). */
+  template <class T> GP__CGQ T shfl_down(T v, unsigned d) const { return gp_shfl_down_sync(lanes(), v, d, (int)N); }
+  /** @brief The value of tile rank - @p d (the caller's own before the tile's start). */
+  template <class T> GP__CGQ T shfl_up(T v, unsigned d) const { return gp_shfl_up_sync(lanes(), v, d, (int)N); }
+  /** @brief The value of tile rank ^ @p m. */
+  template <class T> GP__CGQ T shfl_xor(T v, int m) const { return gp_shfl_xor_sync(lanes(), v, m, (int)N); }
+  /** @brief Bit r set when rank r's @p pred is nonzero (a 64-bit mask at every width). */
+  GP__CGQ gp_lane_mask_t ballot(int pred) const {
+    return gp_ballot_sync(lanes(), pred) >> (gp_lane_id() & ~(N - 1u));
+  }
+  /** @brief Nonzero when some rank's @p pred is. */
+  GP__CGQ int any(int pred) const { return gp_ballot_sync(lanes(), pred) != 0; }
+  /** @brief Nonzero when every rank's @p pred is. */
+  GP__CGQ int all(int pred) const { return gp_ballot_sync(lanes(), !pred) == 0; }
+  /** @brief The ranks whose @p v equals the caller's (bit r for rank r). */
+  template <class T> GP__CGQ gp_lane_mask_t match_any(T v) const {
+    gp_lane_mask_t m = 0;
+    for (unsigned r = 0; r < N; r++)
+      if (shfl(v, (int)r) == v) m |= (gp_lane_mask_t)1 << r;
+    return m;
+  }
+  /** @brief The tile as a run-time group. */
+  GP__CGQ operator thread_group() const { return thread_group{N}; }
+};
+
+/** @brief The caller's tile of N threads of @p parent (a block or a larger tile). */
+template <unsigned N, class P> GP__CGQ thread_block_tile<N> tiled_partition(const P &parent) {
+  (void)parent;
+  return thread_block_tile<N>();
+}
+/** @brief The caller's tile of @p n threads (a power of two up to the warp, or the
+ *         block's size) of @p parent. */
+template <class P> GP__CGQ thread_group tiled_partition(const P &parent, unsigned n) {
+  (void)parent;
+  return thread_group{n};
+}
+
+/** @brief The warp's live lanes (CUDA's coalesced_group). */
+struct coalesced_group {
+  gp_lane_mask_t m; /**< the lanes, bit l for lane l */
+  /** @brief A warp sync of the group's lanes. */
+  GP__CGQ void sync() const { gp_syncwarp_mask(m); }
+  /** @brief The number of the group's lanes below the caller's. */
+  GP__CGQ unsigned thread_rank() const {
+    return (unsigned)__popcll(m & (((gp_lane_mask_t)1 << gp_lane_id()) - 1u));
+  }
+  /** @brief Lanes in the group. */
+  GP__CGQ unsigned size() const { return (unsigned)__popcll(m); }
+  /** @brief Lanes in the group. */
+  GP__CGQ unsigned num_threads() const { return size(); }
+  /** @brief The value of the group's rank @p src. */
+  template <class T> GP__CGQ T shfl(T v, unsigned src) const {
+    gp_lane_mask_t r = m;
+    for (unsigned i = 0; i < src % size(); i++) r &= r - 1u;
+    return gp_shfl_sync(m, v, __ffsll((long long)r) - 1);
+  }
+  /** @brief Bit r set when rank r's @p pred is nonzero. */
+  GP__CGQ gp_lane_mask_t ballot(int pred) const {
+    const gp_lane_mask_t b = gp_ballot_sync(m, pred);
+    gp_lane_mask_t out = 0, rest = m;
+    for (unsigned r = 0; rest; r++, rest &= rest - 1u)
+      if (b & rest & (~rest + 1u)) out |= (gp_lane_mask_t)1 << r;
+    return out;
+  }
+  /** @brief Nonzero when some lane's @p pred is. */
+  GP__CGQ int any(int pred) const { return gp_ballot_sync(m, pred) != 0; }
+  /** @brief Nonzero when every lane's @p pred is. */
+  GP__CGQ int all(int pred) const { return gp_ballot_sync(m, !pred) == 0; }
+};
+/** @brief The calling warp's live lanes. */
+GP__CGQ coalesced_group coalesced_threads() { return coalesced_group{gp_active_mask()}; }
+
+/** @brief The whole grid of a cooperative launch (gp_launch_ex() with cooperative = 1). */
+struct grid_group {
+  /** @brief Barrier of every thread of the grid (gp_grid_sync()). */
+  GP__CGQ void sync() const { gp_grid_sync(); }
+  /** @brief The caller's block's linear index in the grid. */
+  GP__CGQ unsigned long long block_rank() const {
+    return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+  }
+  /** @brief Blocks in the grid. */
+  GP__CGQ unsigned long long num_blocks() const {
+    return (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+  }
+  /** @brief The caller's linear index in the grid (block-major). */
+  GP__CGQ unsigned long long thread_rank() const { return block_rank() * block_threads() + gp__linear_tid(); }
+  /** @brief Threads in the grid. */
+  GP__CGQ unsigned long long size() const { return num_blocks() * block_threads(); }
+  /** @brief Threads in the grid. */
+  GP__CGQ unsigned long long num_threads() const { return size(); }
+};
+/** @brief The grid of a cooperative launch. */
+GP__CGQ grid_group this_grid() { return grid_group(); }
+
+/** @brief g.sync(). */
+template <class G> GP__CGQ void sync(const G &g) { g.sync(); }
+
+/** @brief Reduction operators of reduce(): the sum. */
+template <class T> struct plus {
+  /** @brief a + b. */
+  GP__CGQ T operator()(T a, T b) const { return a + b; }
+};
+/** @brief The minimum (CUDA's cooperative_groups::less as a reduction). */
+template <class T> struct less {
+  /** @brief The smaller of a and b. */
+  GP__CGQ T operator()(T a, T b) const { return b < a ? b : a; }
+};
+/** @brief The maximum (CUDA's cooperative_groups::greater as a reduction). */
+template <class T> struct greater {
+  /** @brief The larger of a and b. */
+  GP__CGQ T operator()(T a, T b) const { return a < b ? b : a; }
+};
+/** @brief Bitwise and. */
+template <class T> struct bit_and {
+  /** @brief a & b. */
+  GP__CGQ T operator()(T a, T b) const { return a & b; }
+};
+/** @brief Bitwise or. */
+template <class T> struct bit_or {
+  /** @brief a | b. */
+  GP__CGQ T operator()(T a, T b) const { return a | b; }
+};
+/** @brief Bitwise exclusive or. */
+template <class T> struct bit_xor {
+  /** @brief a ^ b. */
+  GP__CGQ T operator()(T a, T b) const { return a ^ b; }
+};
+
+/** @brief @p op over the tile's values of @p x (a butterfly: every rank gets the result). */
+template <unsigned N, class T, class Op> GP__CGQ T reduce(const thread_block_tile<N> &t, T x, Op op) {
+  for (unsigned o = N / 2; o > 0; o /= 2) x = op(x, t.shfl_xor(x, (int)o));
+  return x;
+}
+
+} // namespace gp_cg
+
+#undef GP__CGQ
+#endif /* __cplusplus */
+#endif /* GP_COOPERATIVE_GROUPS_H */

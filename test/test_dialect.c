@@ -1,0 +1,673 @@
+/*
+ * test_dialect.c - the widened kernel dialect (gpuport/kernel.h), at every warp width
+ * this backend builds (on the CPU the _w64 builds of each source too):
+ * - kernel templates: the CUDA samples' reduction switch over block sizes 1..1024
+ *   launched from C++ with GP_LAUNCH((kt_reduce<T, B>), ...) without an export, exported
+ *   instances launched from C, their names, static and header-defined kernels
+ *   (test/kernels/kt_template.cu, kt_template2.cu, kt_template.cuh).
+ * - half types (gpuport/half.h, test/kernels/kt_half.cu): every binary16 and bfloat16
+ *   pattern to float and back, floats (every midpoint, its neighbours, random) rounded
+ *   to nearest even, every operation against the float64 value rounded once, pairs,
+ *   shuffles and atomics.
+ * - cooperative groups (gpuport/cooperative_groups.h, test/kernels/kt_cg.cu): every
+ *   member of tiles of 1 .. the warp width, the block, run-time tiles, the coalesced
+ *   group of a partial warp, the grid's sync.
+ *
+ * Inputs are random (seed printed; GP_TEST_SEED replays); outputs are poisoned first and
+ * every element is checked against a float64 (or exact integer) reference.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gpuport.h>
+#include "check_util.h"
+#include "ref.h"
+
+static uint64_t g_seed;
+
+/* ---- kernel templates ------------------------------------------------------------------ */
+GP_KERNEL_DECLARE(kt_reduce_f32_256);
+GP_KERNEL_DECLARE(kt_reduce_i32_64);
+GP_KERNEL_DECLARE(kt_static_first);
+gp_status_t kt_reduce_switch_f32(unsigned threads, const float *in, float *out, int n);
+gp_status_t kt_reduce_switch_i32(unsigned threads, const int *in, int *out, int n);
+gp_status_t kt_launch_statics(int *out, int k);
+gp_status_t kt_launch_header2(int *out, int k);
+gp_kernel_t kt_reduce_desc_256(void);
+gp_kernel_t kt_reduce_desc_128(void);
+#ifdef GP_BUILD_CPU
+GP_KERNEL_DECLARE(kt_reduce_f32_256_w64);
+gp_status_t kt_reduce_switch_f32_w64(unsigned threads, const float *in, float *out, int n);
+gp_status_t kt_reduce_switch_i32_w64(unsigned threads, const int *in, int *out, int n);
+gp_status_t kt_launch_statics_w64(int *out, int k);
+gp_status_t kt_launch_header2_w64(int *out, int k);
+gp_kernel_t kt_reduce_desc_256_w64(void);
+gp_kernel_t kt_reduce_desc_128_w64(void);
+#define NBUILDS 2
+#else
+#define NBUILDS 1
+#endif
+
+typedef gp_status_t (*switch_f32_fn)(unsigned, const float *, float *, int);
+typedef gp_status_t (*switch_i32_fn)(unsigned, const int *, int *, int);
+typedef gp_status_t (*statics_fn)(int *, int);
+typedef gp_kernel_t (*desc_fn)(void);
+static const switch_f32_fn SWITCH_F32[NBUILDS] = {kt_reduce_switch_f32
+#ifdef GP_BUILD_CPU
+                                                   , kt_reduce_switch_f32_w64
+#endif
+};
+static const switch_i32_fn SWITCH_I32[NBUILDS] = {kt_reduce_switch_i32
+#ifdef GP_BUILD_CPU
+                                                   , kt_reduce_switch_i32_w64
+#endif
+};
+static const statics_fn STATICS[NBUILDS][2] = {{kt_launch_statics, kt_launch_header2}
+#ifdef GP_BUILD_CPU
+                                                , {kt_launch_statics_w64, kt_launch_header2_w64}
+#endif
+};
+static const desc_fn DESC[NBUILDS][2] = {{kt_reduce_desc_256, kt_reduce_desc_128}
+#ifdef GP_BUILD_CPU
+                                          , {kt_reduce_desc_256_w64, kt_reduce_desc_128_w64}
+#endif
+};
+
+/* The samples' switch: every block size, float sums within a bound of the float64 sum
+ * that scales with the block (a tree of B terms), int sums exact. */
+START_TEST(template_reduce_switch_every_block_size) {
+  enum { N = 3 * 1024 + 77 };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed);
+  float *hf = malloc(N * sizeof(float));
+  int *hi = malloc(N * sizeof(int));
+  ck_assert(hf && hi);
+  for (int i = 0; i < N; i++) {
+    hf[i] = (float)gp_ref_rng_uniform(&rng, -1.0, 1.0);
+    hi[i] = (int)(gp_ref_rng_next(&rng) % 2001u) - 1000;
+  }
+  float *df = NULL, *of = NULL;
+  int *di = NULL, *oi = NULL;
+  OK(gp_malloc((void **)&df, N * sizeof(float)));
+  OK(gp_malloc((void **)&di, N * sizeof(int)));
+  OK(gp_malloc((void **)&of, N * sizeof(float)));
+  OK(gp_malloc((void **)&oi, N * sizeof(int)));
+  OK(gp_memcpy(df, hf, N * sizeof(float)));
+  OK(gp_memcpy(di, hi, N * sizeof(int)));
+  float *rf = malloc(N * sizeof(float));
+  int *ri = malloc(N * sizeof(int));
+  ck_assert(rf && ri);
+  for (int b = 0; b < NBUILDS; b++)
+    for (unsigned threads = 1; threads <= 1024; threads *= 2) {
+      const int blocks = (N + (int)threads - 1) / (int)threads;
+      OK(gp_memset(of, 0xff, N * sizeof(float)));
+      OK(gp_memset(oi, 0xff, N * sizeof(int)));
+      OK(SWITCH_F32[b](threads, df, of, N));
+      OK(SWITCH_I32[b](threads, di, oi, N));
+      OK(gp_memcpy(rf, of, N * sizeof(float)));
+      OK(gp_memcpy(ri, oi, N * sizeof(int)));
+      for (int k = 0; k < blocks; k++) {
+        double want = 0.0, mag = 0.0;
+        long long wi = 0;
+        for (int i = k * (int)threads; i < (k + 1) * (int)threads && i < N; i++) {
+          want += hf[i];
+          mag += fabs(hf[i]);
+          wi += hi[i];
+        }
+        const double bound = (double)threads * 0x1p-24 * mag + 1e-30;
+        ck_assert_msg(fabs(rf[k] - want) <= bound,
+                      "seed 0x%llx, kt_reduce<float, %u> (build %d): block %d: %.9g, expected %.9g (bound %.3g)",
+                      (unsigned long long)g_seed, threads, b, k, rf[k], want, bound);
+        ck_assert_msg(ri[k] == (int)wi, "seed 0x%llx, kt_reduce<int, %u> (build %d): block %d: %d, expected %lld",
+                      (unsigned long long)g_seed, threads, b, k, ri[k], wi);
+      }
+    }
+  OK(gp_free(df));
+  OK(gp_free(di));
+  OK(gp_free(of));
+  OK(gp_free(oi));
+  free(hf);
+  free(hi);
+  free(rf);
+  free(ri);
+}
+END_TEST
+
+/* An exported instance is launched from C; its name is the instance as written; GP_LAUNCH
+ * of that instance uses the exported descriptor, another instance one of its own. */
+START_TEST(template_exported_instance) {
+  ck_assert_str_eq(gp_kernel_name(GP_KERNEL_REF(kt_reduce_f32_256)), "kt_reduce<float, 256>");
+  ck_assert_str_eq(gp_kernel_name(GP_KERNEL_REF(kt_reduce_i32_64)), "kt_reduce<int, 64>");
+  for (int b = 0; b < NBUILDS; b++) {
+    ck_assert_msg(DESC[b][1]() != NULL && DESC[b][1]() != DESC[b][0](), "build %d", b);
+    ck_assert_msg(strstr(gp_kernel_name(DESC[b][1]()), "kt_reduce<float, 128") != NULL,
+                  "build %d: made descriptor named '%s'", b, gp_kernel_name(DESC[b][1]()));
+    ck_assert_int_eq(DESC[b][1]()->warp_size, b == 0 ? DESC[0][0]()->warp_size : 64);
+  }
+  ck_assert_ptr_eq(kt_reduce_desc_256(), GP_KERNEL_REF(kt_reduce_f32_256));
+#ifdef GP_BUILD_CPU
+  ck_assert_ptr_eq(kt_reduce_desc_256_w64(), GP_KERNEL_REF(kt_reduce_f32_256_w64));
+  ck_assert_str_eq(gp_kernel_name(GP_KERNEL_REF(kt_reduce_f32_256_w64)), "kt_reduce<float, 256>");
+#endif
+  enum { N = 1000 };
+  float h[N], *d = NULL, *o = NULL, r[4];
+  double want[4] = {0, 0, 0, 0};
+  for (int i = 0; i < N; i++) {
+    h[i] = (float)(i % 17) - 8.0f;
+    want[i / 256] += h[i];
+  }
+  OK(gp_malloc((void **)&d, sizeof h));
+  OK(gp_malloc((void **)&o, sizeof r));
+  OK(gp_memcpy(d, h, sizeof h));
+  OK(gp_memset(o, 0xff, sizeof r));
+  int n = N;
+  void *args[] = {&d, &o, &n};
+  OK(gp_launch(GP_KERNEL_REF(kt_reduce_f32_256), gp_dim3(4, 1, 1), gp_dim3(256, 1, 1), 0, NULL, args));
+  OK(gp_device_synchronize());
+  OK(gp_memcpy(r, o, sizeof r));
+  for (int k = 0; k < 4; k++) ck_assert_msg(r[k] == (float)want[k], "block %d: %g, expected %g", k, r[k], want[k]);
+  OK(gp_free(d));
+  OK(gp_free(o));
+}
+END_TEST
+
+/* static __global__, __global__ static and a static kernel of a header included twice. */
+START_TEST(static_and_header_kernels) {
+  int *d = NULL, h[96];
+  OK(gp_malloc((void **)&d, sizeof h));
+  for (int b = 0; b < NBUILDS; b++) {
+    OK(gp_memset(d, 0xff, sizeof h));
+    OK(STATICS[b][0](d, 3));
+    OK(gp_memcpy(h, d, sizeof h));
+    for (int i = 0; i < 32; i++) {
+      ck_assert_int_eq(h[i], 3 * i);
+      ck_assert_int_eq(h[32 + i], 3 * i + 1);
+      ck_assert_int_eq(h[64 + i], 3 * i + 2);
+    }
+    OK(gp_memset(d, 0xff, sizeof h));
+    OK(STATICS[b][1](d, 5));
+    OK(gp_memcpy(h, d, sizeof h));
+    for (int i = 0; i < 32; i++) {
+      ck_assert_int_eq(h[i], 5 * i + 2);
+      ck_assert_int_eq(h[32 + i], 5 + i);
+    }
+  }
+  ck_assert_str_eq(gp_kernel_name(GP_KERNEL_REF(kt_static_first)), "kt_static_first");
+  OK(gp_free(d));
+}
+END_TEST
+
+/* ---- half types --------------------------------------------------------------------- */
+GP_KERNEL_DECLARE(kt_h_all_patterns);
+GP_KERNEL_DECLARE(kt_h_from_float);
+GP_KERNEL_DECLARE(kt_h_arith);
+GP_KERNEL_DECLARE(kt_h_pairs);
+enum { KT_H_OUTS = 14 };
+
+/* The format's parameters: p significant bits, emin, largest finite value. */
+typedef struct hfmt {
+  int p, emin, bias, mbits;
+  long double max;
+  const char *name;
+} hfmt_t;
+static const hfmt_t F16 = {11, -14, 15, 10, 65504.0L, "binary16"};
+static const hfmt_t BF16 = {8, -126, 127, 7, 0x1.fep127L, "bfloat16"};
+
+/* The value of pattern u of format f (NAN for NaNs), from its fields. */
+static long double hdecode(const hfmt_t *f, unsigned u) {
+  const unsigned sign = u >> 15, e = (u >> f->mbits) & ((1u << (15 - f->mbits)) - 1u), m = u & ((1u << f->mbits) - 1u);
+  const unsigned emax_field = (1u << (15 - f->mbits)) - 1u;
+  long double v;
+  if (e == emax_field) v = m ? NAN : INFINITY;
+  else if (e == 0) v = ldexpl((long double)m, f->emin - f->mbits);
+  else v = ldexpl((long double)(m | (1u << f->mbits)), (int)e - f->bias - f->mbits);
+  return sign ? -v : v;
+}
+/* x rounded once to nearest even in format f, as its pattern (NaN: 0x7fff). */
+static unsigned hround(const hfmt_t *f, long double x) {
+  if (x != x) return 0x7fffu;
+  const unsigned sign = signbit(x) ? 0x8000u : 0u;
+  long double ax = fabsl(x);
+  const unsigned inf = ((1u << (15 - f->mbits)) - 1u) << f->mbits;
+  if (isinf(ax)) return sign | inf;
+  if (ax == 0.0L) return sign;
+  int e = ilogbl(ax);
+  if (e < f->emin) e = f->emin;
+  const long double r = nearbyintl(ldexpl(ax, f->p - 1 - e)); /* exact scaling, one rounding */
+  const long double v = ldexpl(r, e - (f->p - 1));
+  if (v > f->max) return sign | inf;
+  if (v == 0.0L) return sign;
+  int ev = ilogbl(v);
+  if (ev < f->emin) return sign | (unsigned)ldexpl(v, f->mbits - f->emin); /* subnormal */
+  const unsigned m = (unsigned)(ldexpl(v, f->mbits - ev) - ldexpl(1.0L, f->mbits));
+  return sign | (unsigned)(ev + f->bias) << f->mbits | m;
+}
+static int is_nan_bits(const hfmt_t *f, unsigned u) { return hdecode(f, u) != hdecode(f, u); }
+
+/* Every binary16 and bfloat16 pattern to float (exact) and back (the same pattern). */
+START_TEST(half_every_pattern_round_trips) {
+  const size_t N = 65536;
+  float *df = NULL, *db = NULL;
+  unsigned short *dfb = NULL, *dbb = NULL;
+  OK(gp_malloc((void **)&df, N * 4));
+  OK(gp_malloc((void **)&db, N * 4));
+  OK(gp_malloc((void **)&dfb, N * 2));
+  OK(gp_malloc((void **)&dbb, N * 2));
+  OK(gp_memset(df, 0xff, N * 4));
+  OK(gp_memset(db, 0xff, N * 4));
+  void *args[] = {&df, &dfb, &db, &dbb};
+  OK(gp_launch(GP_KERNEL_REF(kt_h_all_patterns), gp_dim3(256, 1, 1), gp_dim3(256, 1, 1), 0, NULL, args));
+  float *hf = malloc(N * 4), *hb = malloc(N * 4);
+  unsigned short *hfb = malloc(N * 2), *hbb = malloc(N * 2);
+  ck_assert(hf && hb && hfb && hbb);
+  OK(gp_memcpy(hf, df, N * 4));
+  OK(gp_memcpy(hb, db, N * 4));
+  OK(gp_memcpy(hfb, dfb, N * 2));
+  OK(gp_memcpy(hbb, dbb, N * 2));
+  for (unsigned u = 0; u < N; u++) {
+    const hfmt_t *fs[2] = {&F16, &BF16};
+    const float *got[2] = {hf, hb};
+    const unsigned short *back[2] = {hfb, hbb};
+    for (int k = 0; k < 2; k++) {
+      const long double want = hdecode(fs[k], u);
+      if (want != want) {
+        ck_assert_msg(got[k][u] != got[k][u], "kt_h_all_patterns: %s 0x%04x: %g, expected NaN", fs[k]->name, u, got[k][u]);
+        ck_assert_msg(is_nan_bits(fs[k], back[k][u]), "%s NaN 0x%04x back to 0x%04x", fs[k]->name, u, back[k][u]);
+      } else {
+        ck_assert_msg((long double)got[k][u] == want && !signbit(got[k][u]) == !signbit(want),
+                      "kt_h_all_patterns: %s 0x%04x: %a, expected %La", fs[k]->name, u, got[k][u], want);
+        ck_assert_msg(back[k][u] == u, "kt_h_all_patterns: %s 0x%04x back to 0x%04x", fs[k]->name, u, back[k][u]);
+      }
+    }
+  }
+  OK(gp_free(df));
+  OK(gp_free(db));
+  OK(gp_free(dfb));
+  OK(gp_free(dbb));
+  free(hf), free(hb), free(hfb), free(hbb);
+}
+END_TEST
+
+/* Floats to binary16 and bfloat16: every midpoint between neighbours (ties to even), one
+ * float step either side of it, and random floats of every exponent (NaN, infinities,
+ * subnormals included), each against the float64 value rounded once. */
+START_TEST(half_from_float_rounds_to_nearest_even) {
+  enum { NR = 200000 };
+  const size_t n = 3 * 2 * 65536 + NR;
+  float *h = malloc(n * sizeof(float));
+  ck_assert(h != NULL);
+  size_t k = 0;
+  const hfmt_t *fs[2] = {&F16, &BF16};
+  for (int f = 0; f < 2; f++)
+    for (unsigned u = 0; u < 65536; u++) {
+      long double a = hdecode(fs[f], u), b = hdecode(fs[f], (u & 0x8000u) | ((u & 0x7fffu) + 1u));
+      if (a != a || b != b || isinf(a) || isinf(b) || (u & 0x7fffu) == 0x7fffu) a = b = 1.0L;
+      const float mid = (float)((a + b) / 2);
+      h[k++] = mid;
+      h[k++] = nextafterf(mid, INFINITY);
+      h[k++] = nextafterf(mid, -INFINITY);
+    }
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed);
+  for (int i = 0; i < NR; i++) {
+    uint32_t bits = (uint32_t)gp_ref_rng_next(&rng);
+    float f;
+    memcpy(&f, &bits, 4);
+    h[k++] = f;
+  }
+  float *din = NULL;
+  unsigned short *dh = NULL, *db = NULL;
+  OK(gp_malloc((void **)&din, n * 4));
+  OK(gp_malloc((void **)&dh, n * 2));
+  OK(gp_malloc((void **)&db, n * 2));
+  OK(gp_memcpy(din, h, n * 4));
+  OK(gp_memset(dh, 0xab, n * 2));
+  OK(gp_memset(db, 0xab, n * 2));
+  int ni = (int)n;
+  void *args[] = {&ni, &din, &dh, &db};
+  OK(gp_launch(GP_KERNEL_REF(kt_h_from_float), gp_dim3((unsigned)((n + 255) / 256), 1, 1), gp_dim3(256, 1, 1), 0, NULL, args));
+  unsigned short *rh = malloc(n * 2), *rb = malloc(n * 2);
+  ck_assert(rh && rb);
+  OK(gp_memcpy(rh, dh, n * 2));
+  OK(gp_memcpy(rb, db, n * 2));
+  for (size_t i = 0; i < n; i++) {
+    const unsigned wh = hround(&F16, h[i]), wb = hround(&BF16, h[i]);
+    if (h[i] != h[i]) {
+      ck_assert_msg(is_nan_bits(&F16, rh[i]) && is_nan_bits(&BF16, rb[i]), "seed 0x%llx: NaN %a -> 0x%04x, 0x%04x",
+                    (unsigned long long)g_seed, h[i], rh[i], rb[i]);
+      continue;
+    }
+    ck_assert_msg(rh[i] == wh, "seed 0x%llx, kt_h_from_float: %a to binary16: 0x%04x, expected 0x%04x",
+                  (unsigned long long)g_seed, h[i], rh[i], wh);
+    ck_assert_msg(rb[i] == wb, "seed 0x%llx, kt_h_from_float: %a to bfloat16: 0x%04x, expected 0x%04x",
+                  (unsigned long long)g_seed, h[i], rb[i], wb);
+  }
+  OK(gp_free(din));
+  OK(gp_free(dh));
+  OK(gp_free(db));
+  free(h), free(rh), free(rb);
+}
+END_TEST
+
+/* A random pattern of format f: any binary16 pattern; bfloat16 with exponents in
+ * [-12, 12] (so that the float64 reference of a * b + c is exact) or a special value. */
+static unsigned random_pattern(const hfmt_t *f, gp_ref_rng_t *rng) {
+  uint64_t r = gp_ref_rng_next(rng);
+  if (f == &F16) return (unsigned)(r & 0xffffu);
+  static const unsigned special[] = {0x0000u, 0x8000u, 0x7f80u, 0xff80u, 0x7fc0u, 0x3f80u};
+  if ((r & 15u) == 0) return special[(r >> 4) % 6];
+  const unsigned e = (unsigned)(127 - 12 + (int)((r >> 8) % 25));
+  return (unsigned)((r >> 40) & 0x8000u) | e << 7 | (unsigned)((r >> 20) & 0x7fu);
+}
+static void check_half_result(const hfmt_t *f, const char *what, unsigned a, unsigned b, unsigned c, unsigned got,
+                              long double want) {
+  const unsigned w = hround(f, want);
+  if (want != want) {
+    ck_assert_msg(is_nan_bits(f, got), "seed 0x%llx, kt_h_arith %s %s(0x%04x, 0x%04x, 0x%04x): 0x%04x, expected NaN",
+                  (unsigned long long)g_seed, f->name, what, a, b, c, got);
+    return;
+  }
+  ck_assert_msg(got == w, "seed 0x%llx, kt_h_arith %s %s(0x%04x, 0x%04x, 0x%04x): 0x%04x, expected 0x%04x",
+                (unsigned long long)g_seed, f->name, what, a, b, c, got, w);
+}
+
+/* Every operation of the two formats against the float64 (long double) value rounded
+ * once; comparisons against C's. */
+START_TEST(half_arithmetic_rounds_once) {
+  enum { N = 1 << 17 };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x5a5a);
+  unsigned short *ha = malloc(N * 2), *hb = malloc(N * 2), *hc = malloc(N * 2), *ho = malloc((size_t)N * KT_H_OUTS * 2);
+  ck_assert(ha && hb && hc && ho);
+  unsigned short *da = NULL, *db = NULL, *dc = NULL, *dout = NULL;
+  OK(gp_malloc((void **)&da, N * 2));
+  OK(gp_malloc((void **)&db, N * 2));
+  OK(gp_malloc((void **)&dc, N * 2));
+  OK(gp_malloc((void **)&dout, (size_t)N * KT_H_OUTS * 2));
+  for (int bf = 0; bf < 2; bf++) {
+    const hfmt_t *f = bf ? &BF16 : &F16;
+    for (int i = 0; i < N; i++) {
+      ha[i] = (unsigned short)random_pattern(f, &rng);
+      hb[i] = (unsigned short)random_pattern(f, &rng);
+      hc[i] = (unsigned short)random_pattern(f, &rng);
+    }
+    OK(gp_memcpy(da, ha, N * 2));
+    OK(gp_memcpy(db, hb, N * 2));
+    OK(gp_memcpy(dc, hc, N * 2));
+    OK(gp_memset(dout, 0xab, (size_t)N * KT_H_OUTS * 2));
+    int n = N;
+    void *args[] = {&n, &bf, &da, &db, &dc, &dout};
+    OK(gp_launch(GP_KERNEL_REF(kt_h_arith), gp_dim3(N / 256, 1, 1), gp_dim3(256, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(ho, dout, (size_t)N * KT_H_OUTS * 2));
+    for (int i = 0; i < N; i++) {
+      const long double a = hdecode(f, ha[i]), b = hdecode(f, hb[i]), c = hdecode(f, hc[i]);
+      const unsigned short *o = ho + (size_t)KT_H_OUTS * i;
+      check_half_result(f, "__hadd", ha[i], hb[i], hc[i], o[0], a + b);
+      check_half_result(f, "__hsub", ha[i], hb[i], hc[i], o[1], a - b);
+      check_half_result(f, "__hmul", ha[i], hb[i], hc[i], o[2], a * b);
+      check_half_result(f, "__hdiv", ha[i], hb[i], hc[i], o[3], a / b);
+      check_half_result(f, "__hfma", ha[i], hb[i], hc[i], o[4], a * b + c);
+      /* a NaN operand gives the other one; -0 is below +0 */
+      const long double mx = a != a ? b : b != b ? a : a == b ? (signbit(a) ? b : a) : a > b ? a : b;
+      const long double mn = a != a ? b : b != b ? a : a == b ? (signbit(a) ? a : b) : a < b ? a : b;
+      if (mx == mx) check_half_result(f, "__hmax", ha[i], hb[i], hc[i], o[5], mx);
+      if (mn == mn) check_half_result(f, "__hmin", ha[i], hb[i], hc[i], o[6], mn);
+      if (a == a) {
+        ck_assert_uint_eq(o[7], ha[i] ^ 0x8000u);
+        ck_assert_uint_eq(o[8], ha[i] & 0x7fffu);
+      }
+      check_half_result(f, "hsqrt", ha[i], hb[i], hc[i], o[9], sqrtl(a));
+      check_half_result(f, "+=", ha[i], hb[i], hc[i], o[10], a + b);
+      const long double s = hdecode(f, hround(f, a + b));
+      check_half_result(f, "(a + b) * c", ha[i], hb[i], hc[i], o[11], s * c);
+      const unsigned cmp = (unsigned)((a < b) | (a <= b) << 1 | (a > b) << 2 | (a >= b) << 3 | (a == b) << 4 |
+                                      (a < b || a > b) << 5 | !(a >= b) << 6 | !(a < b || a > b) << 7 |
+                                      (a != a) << 8 | (a < b) << 9 | (a == b) << 10);
+      ck_assert_msg(o[12] == cmp, "seed 0x%llx, kt_h_arith %s comparisons of 0x%04x, 0x%04x: 0x%03x, expected 0x%03x",
+                    (unsigned long long)g_seed, f->name, ha[i], hb[i], o[12], cmp);
+    }
+  }
+  OK(gp_free(da));
+  OK(gp_free(db));
+  OK(gp_free(dc));
+  OK(gp_free(dout));
+  free(ha), free(hb), free(hc), free(ho);
+}
+END_TEST
+
+/* Pair forms, the shuffles of the four types and atomicAdd on the pairs, 128 threads. */
+START_TEST(half_pairs_shuffles_atomics) {
+  enum { T = 128 };
+  float *dp = NULL, *ds = NULL, *dacc = NULL;
+  void *hacc = NULL, *bacc = NULL;
+  OK(gp_malloc((void **)&dp, T * 8 * 4));
+  OK(gp_malloc((void **)&ds, T * 4 * 4));
+  OK(gp_malloc((void **)&dacc, 16));
+  OK(gp_malloc(&hacc, 4));
+  OK(gp_malloc(&bacc, 4));
+  OK(gp_memset(dp, 0xff, T * 8 * 4));
+  OK(gp_memset(ds, 0xff, T * 4 * 4));
+  OK(gp_memset(hacc, 0, 4));
+  OK(gp_memset(bacc, 0, 4));
+  void *args[] = {&dp, &ds, &hacc, &bacc, &dacc};
+  OK(gp_launch(GP_KERNEL_REF(kt_h_pairs), gp_dim3(1, 1, 1), gp_dim3(T, 1, 1), 0, NULL, args));
+  float p[T * 8], s[T * 4], acc[4];
+  OK(gp_memcpy(p, dp, sizeof p));
+  OK(gp_memcpy(s, ds, sizeof s));
+  OK(gp_memcpy(acc, dacc, sizeof acc));
+  for (int t = 0; t < T; t++) {
+    const long double x = hdecode(&F16, hround(&F16, t)), y = hdecode(&F16, hround(&F16, t + 0.5L));
+    const long double want[8] = {
+        hdecode(&F16, hround(&F16, x + 2)), hdecode(&F16, hround(&F16, y + 0.25L)),
+        hdecode(&F16, hround(&F16, x * 2)), hdecode(&F16, hround(&F16, y * 0.25L)),
+        hdecode(&F16, hround(&F16, x * 2 + 1)), hdecode(&F16, hround(&F16, y * 0.25L + 1)),
+        hdecode(&BF16, hround(&BF16, hdecode(&BF16, hround(&BF16, t)) * 2 + 1)),
+        hdecode(&BF16, hround(&BF16, -hdecode(&BF16, hround(&BF16, t)) * 0.5L + 1))};
+    for (int k = 0; k < 8; k++)
+      ck_assert_msg(p[8 * t + k] == (float)want[k], "kt_h_pairs thread %d pair value %d: %g, expected %Lg", t, k,
+                    p[8 * t + k], want[k]);
+    const int src = t ^ 1;
+    const float ws[4] = {(float)src, (float)src, (float)hdecode(&BF16, hround(&BF16, src)),
+                         (float)hdecode(&BF16, hround(&BF16, src))};
+    for (int k = 0; k < 4; k++)
+      ck_assert_msg(s[4 * t + k] == ws[k], "kt_h_pairs thread %d shuffle %d: %g, expected %g", t, k, s[4 * t + k], ws[k]);
+  }
+  ck_assert_msg(acc[0] == T && acc[1] == 2 * T && acc[2] == T && acc[3] == 2 * T,
+                "atomicAdd on __half2 / __nv_bfloat162: (%g, %g), (%g, %g)", acc[0], acc[1], acc[2], acc[3]);
+  OK(gp_free(dp));
+  OK(gp_free(ds));
+  OK(gp_free(dacc));
+  OK(gp_free(hacc));
+  OK(gp_free(bacc));
+}
+END_TEST
+
+/* ---- cooperative groups -------------------------------------------------------------- */
+#define CG_DECLARE(sfx)                                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_1##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_2##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_4##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_8##sfx);                                                     \
+  GP_KERNEL_DECLARE(kt_cg_tile_16##sfx);                                                    \
+  GP_KERNEL_DECLARE(kt_cg_tile_32##sfx);                                                    \
+  GP_KERNEL_DECLARE(kt_cg_block##sfx);                                                      \
+  GP_KERNEL_DECLARE(kt_cg_grid##sfx)
+CG_DECLARE();
+#ifdef GP_BUILD_CPU
+CG_DECLARE(_w64);
+GP_KERNEL_DECLARE(kt_cg_tile_64_w64);
+#endif
+enum { KT_CG_OUTS = 20, KT_CG_BOUTS = 12 };
+
+/* The warp width kernel k runs at: its own, or 64 where GP_CPU_WARP_SIZE=64 runs the
+ * width-64 build of every kernel on the CPU. */
+static int run_width(gp_kernel_t k) {
+  const char *e = getenv("GP_CPU_WARP_SIZE");
+  return gp_backend() == GP_BACKEND_CPU && e && atoi(e) == 64 ? 64 : k->warp_size;
+}
+
+/* The tiles of every size at each width: every member against the rule computed here. */
+START_TEST(cg_tile_members_every_size) {
+  enum { B = 128, G = 2, T = B * G };
+  gp_kernel_t tiles[NBUILDS][7] = {{GP_KERNEL_REF(kt_cg_tile_1), GP_KERNEL_REF(kt_cg_tile_2), GP_KERNEL_REF(kt_cg_tile_4),
+                                    GP_KERNEL_REF(kt_cg_tile_8), GP_KERNEL_REF(kt_cg_tile_16), GP_KERNEL_REF(kt_cg_tile_32), NULL}
+#ifdef GP_BUILD_CPU
+                                   , {GP_KERNEL_REF(kt_cg_tile_1_w64), GP_KERNEL_REF(kt_cg_tile_2_w64),
+                                      GP_KERNEL_REF(kt_cg_tile_4_w64), GP_KERNEL_REF(kt_cg_tile_8_w64),
+                                      GP_KERNEL_REF(kt_cg_tile_16_w64), GP_KERNEL_REF(kt_cg_tile_32_w64),
+                                      GP_KERNEL_REF(kt_cg_tile_64_w64)}
+#endif
+  };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0xc9);
+  int v[T], *o = malloc((size_t)T * KT_CG_OUTS * sizeof(int));
+  ck_assert(o != NULL);
+  for (int i = 0; i < T; i++) v[i] = (int)(gp_ref_rng_next(&rng) % 8u);
+  int *din = NULL, *dout = NULL;
+  OK(gp_malloc((void **)&din, sizeof v));
+  OK(gp_malloc((void **)&dout, (size_t)T * KT_CG_OUTS * sizeof(int)));
+  OK(gp_memcpy(din, v, sizeof v));
+  for (int b = 0; b < NBUILDS; b++)
+    for (int s = 0; s < 7 && tiles[b][s]; s++) {
+      const int N = 1 << s;
+      OK(gp_memset(dout, 0xab, (size_t)T * KT_CG_OUTS * sizeof(int)));
+      void *args[] = {&din, &dout};
+      OK(gp_launch(tiles[b][s], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+      OK(gp_memcpy(o, dout, (size_t)T * KT_CG_OUTS * sizeof(int)));
+      for (int g = 0; g < T; g++) {
+        const int tid = g % B, r = tid % N, base = g - r;
+        int any = 0, all = 1, sum = 0, mn = 1 << 30, mx = -1, band = -1, bor = 0, bxor = 0;
+        uint64_t bal = 0, mat = 0;
+        for (int k = 0; k < N; k++) {
+          const int w = v[base + k];
+          any |= w & 1, all &= w > 0, sum += w, band &= w, bor |= w, bxor ^= w;
+          mn = w < mn ? w : mn, mx = w > mx ? w : mx;
+          if (w & 1) bal |= (uint64_t)1 << k;
+          if (w % 3 == v[g] % 3) mat |= (uint64_t)1 << k;
+        }
+        const int want[KT_CG_OUTS] = {r, N * 1000 + N, tid / N, B / N, v[base + (r + 1) % N],
+                                      r + 1 < N ? v[g + 1] : v[g], r >= 1 ? v[g - 1] : v[g], N > 1 ? v[g ^ 1] : v[g],
+                                      any, all, (int)(uint32_t)bal, (int)(uint32_t)(bal >> 32), (int)(uint32_t)mat,
+                                      (int)(uint32_t)(mat >> 32), sum, mn, mx, band, bor, bxor};
+        static const char *what[KT_CG_OUTS] = {"thread_rank", "size", "meta_group_rank", "meta_group_size", "shfl",
+                                                "shfl_down", "shfl_up", "shfl_xor", "any", "all", "ballot lo",
+                                                "ballot hi", "match_any lo", "match_any hi", "reduce plus",
+                                                "reduce less", "reduce greater", "reduce bit_and", "reduce bit_or",
+                                                "reduce bit_xor"};
+        for (int k = 0; k < KT_CG_OUTS; k++)
+          ck_assert_msg(o[(size_t)KT_CG_OUTS * g + k] == want[k],
+                        "seed 0x%llx, %s (warp width %d), thread %d: %s = %d, expected %d", (unsigned long long)g_seed,
+                        gp_kernel_name(tiles[b][s]), tiles[b][s]->warp_size, g, what[k], o[(size_t)KT_CG_OUTS * g + k],
+                        want[k]);
+      }
+    }
+  OK(gp_free(din));
+  OK(gp_free(dout));
+  free(o);
+}
+END_TEST
+
+/* The block, a run-time tile of 16 and the coalesced group of blocks of 96 threads (the
+ * last warp is partial at width 64). */
+START_TEST(cg_block_dynamic_tile_coalesced) {
+  enum { B = 96, G = 2, T = B * G };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_block)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_block_w64)
+#endif
+  };
+  int *d = NULL, o[T * KT_CG_BOUTS];
+  OK(gp_malloc((void **)&d, sizeof o));
+  for (int b = 0; b < NBUILDS; b++) {
+    const int W = run_width(ks[b]);
+    OK(gp_memset(d, 0xab, sizeof o));
+    void *args[] = {&d};
+    OK(gp_launch(ks[b], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, d, sizeof o));
+    for (int g = 0; g < T; g++) {
+      const int tid = g % B, wbase = tid - tid % W, csize = B - wbase < W ? B - wbase : W, cr = tid % W;
+      const int want[KT_CG_BOUTS] = {tid, B, B, g / B, tid, B, tid % 16, 16, tid / 16, B / 16, csize,
+                                     cr * 1000 + (csize - 1 - cr)};
+      for (int k = 0; k < KT_CG_BOUTS; k++)
+        ck_assert_msg(o[KT_CG_BOUTS * g + k] == want[k], "kt_cg_block (warp width %d), thread %d, value %d: %d, expected %d",
+                      W, g, k, o[KT_CG_BOUTS * g + k], want[k]);
+    }
+  }
+  OK(gp_free(d));
+}
+END_TEST
+
+/* grid_group::sync in a cooperative launch: every block sees every block's write. */
+START_TEST(cg_grid_sync) {
+  enum { B = 64, GMAX = 4 };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_grid)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_grid_w64)
+#endif
+  };
+  /* as many blocks as can be resident together (a cooperative launch's limit), up to 4 */
+  int per_mp = 0, dev = 0;
+  gp_device_props_t props;
+  gp_device_props_init(&props);
+  OK(gp_device_get(&dev));
+  OK(gp_device_get_props(&props, dev));
+  OK(gp_occupancy_max_active_blocks(&per_mp, ks[0], B, 0));
+  const int G = per_mp * props.multiprocessor_count < GMAX ? per_mp * props.multiprocessor_count : GMAX, T = B * G;
+  ck_assert_int_ge(G, 1);
+  int *buf = NULL, *d = NULL, o[B * GMAX + 2];
+  OK(gp_malloc((void **)&buf, G * sizeof(int)));
+  OK(gp_malloc((void **)&d, sizeof o));
+  for (int b = 0; b < NBUILDS; b++) {
+    OK(gp_memset(buf, 0, G * sizeof(int)));
+    OK(gp_memset(d, 0xab, sizeof o));
+    gp_launch_config_t c;
+    gp_launch_config_init(&c);
+    c.grid = gp_dim3(G, 1, 1);
+    c.block = gp_dim3(B, 1, 1);
+    c.cooperative = 1;
+    void *args[] = {&buf, &d};
+    OK(gp_launch_ex(ks[b], &c, args));
+    OK(gp_memcpy(o, d, sizeof o));
+    for (int i = 0; i < T; i++)
+      ck_assert_msg(o[i] == G * (G + 1) / 2, "kt_cg_grid build %d, %d blocks, thread %d: %d, expected %d", b, G, i, o[i],
+                    G * (G + 1) / 2);
+    ck_assert_int_eq(o[T], T);
+    ck_assert_int_eq(o[T + 1], G);
+  }
+  OK(gp_free(buf));
+  OK(gp_free(d));
+}
+END_TEST
+
+static Suite *dialect_suite(void) {
+  Suite *s = suite_create("dialect");
+  TCase *tt = tcase_create("templates");
+  tcase_set_timeout(tt, 120);
+  tcase_add_test(tt, template_reduce_switch_every_block_size);
+  tcase_add_test(tt, template_exported_instance);
+  tcase_add_test(tt, static_and_header_kernels);
+  suite_add_tcase(s, tt);
+  TCase *th = tcase_create("half");
+  tcase_set_timeout(th, 120);
+  tcase_add_test(th, half_every_pattern_round_trips);
+  tcase_add_test(th, half_from_float_rounds_to_nearest_even);
+  tcase_add_test(th, half_arithmetic_rounds_once);
+  tcase_add_test(th, half_pairs_shuffles_atomics);
+  suite_add_tcase(s, th);
+  TCase *tc = tcase_create("cooperative groups");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, cg_tile_members_every_size);
+  tcase_add_test(tc, cg_block_dynamic_tile_coalesced);
+  tcase_add_test(tc, cg_grid_sync);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  g_seed = gp_ref_default_seed();
+  print_seed("test_dialect", (unsigned long long)g_seed);
+  return run_suite("test_dialect", dialect_suite());
+}
