@@ -279,7 +279,8 @@ static int run_mode(const kopts_t *o, const kmode_t *m) {
     else st_attn_bwd(&c, &k->a, k->det);
     const double ms = tool_now_ms() - t0;
     tool_kname_take(kern, sizeof kern);
-    gp_status_t pend = gp_get_last_error();
+    gp_status_t pend = gp_device_synchronize(); /* reports a pending asynchronous error */
+    (void)gp_get_last_error();                   /* failures provoked on purpose */
     if (pend != GP_SUCCESS)
       st_fail(&c, "pending asynchronous error after the check: %s: %s", gp_status_name(pend), gp_last_error_message());
     if (names && !kern[0]) st_fail(&c, "the library logged no kernel for the call");

@@ -292,6 +292,10 @@ static void check_errors(st_ctx_t *c, const void *arg) {
   ST_TRY(c, gp_memset_d32(d, 0xfeedbeefu, 1));
   ST_TRY(c, gp_memcpy(&back, d, 4));
   if (back != 0xfeedbeefu) st_fail(c, "after the errors, a memset read back 0x%08x", back);
+  /* The last wrong call stays the thread's last error through the successes, as
+   * cudaGetLastError's, until gp_get_last_error resets it. */
+  st_expect_status(c, "gp_peek_at_last_error()", gp_peek_at_last_error(), GP_ERROR_INVALID_VALUE);
+  st_expect_status(c, "gp_get_last_error()", gp_get_last_error(), GP_ERROR_INVALID_VALUE);
   st_expect_status(c, "gp_peek_at_last_error()", gp_peek_at_last_error(), GP_SUCCESS);
   st_note(c, "10 wrong calls returned their status; library usable afterwards");
 out:

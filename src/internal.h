@@ -208,6 +208,7 @@ bool gp__desc_hold(const void *d, gp__desc_kind_t kind, gp_module_t *owner);
 struct gp__comm_group;
 typedef struct gp__thread {
   char message[GP__MSG_LEN];         /* the last failure's message (status.c) */
+  gp_status_t last_status;           /* the last failure's status, until gp_get_last_error */
   int device;                        /* the current device (registry.c) */
   int in_host_fn;                    /* cpu: depth of host functions running (cpu/stream.c) */
   int stream_worker;                 /* cpu: this thread is a stream's worker (cpu/stream.c) */

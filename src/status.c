@@ -58,6 +58,8 @@ gp_status_t gp__error(gp_status_t status, const char *func, const char *fmt, ...
   va_start(ap, fmt);
   set_message_v(msg, len, func, fmt, ap);
   va_end(ap);
+  /* NOT_READY is an answer, not a failure: CUDA's last error never holds it. */
+  if (t && status != GP_SUCCESS && status != GP_ERROR_NOT_READY) t->last_status = status;
   if (t)
     gp__log(GP__LOG_INFO, GP__SUB_ALL, "%s (%s)", msg, gp_status_name(status));
   else
@@ -133,17 +135,26 @@ void gp__async_error_reset(int device) {
   pthread_mutex_unlock(&async_lock);
 }
 
+/* The calling thread's last failure and, ahead of it, the current device's pending
+ * asynchronous error: a fault of enqueued work is what cudaGetLastError reports first
+ * once the runtime has seen it (and sticky faults are never reset). */
 gp_status_t gp_get_last_error(void) {
-  return gp__async_error_report(gp__current_device(), "gp_get_last_error");
+  gp__thread_t *t = gp__thread_peek();
+  gp_status_t last = t ? t->last_status : GP_SUCCESS;
+  gp_status_t pending = gp__async_error_report(gp__current_device(), "gp_get_last_error");
+  if (t) t->last_status = GP_SUCCESS; /* what the report just recorded too */
+  return pending != GP_SUCCESS ? pending : last;
 }
 
 gp_status_t gp_peek_at_last_error(void) {
   int device = gp__current_device();
   char msg[GP__MSG_LEN];
   gp_status_t st = async_get(device, false, msg, sizeof(msg));
-  if (st == GP_SUCCESS) return st;
-  return gp__error(st, "gp_peek_at_last_error", "asynchronous error pending on device %d: %s",
-                   device, msg);
+  if (st != GP_SUCCESS)
+    return gp__error(st, "gp_peek_at_last_error", "asynchronous error pending on device %d: %s",
+                     device, msg);
+  const gp__thread_t *t = gp__thread_peek();
+  return t ? t->last_status : GP_SUCCESS;
 }
 
 long gp__env_long(const char *name, long def) {

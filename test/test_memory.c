@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <gpuport.h>
 #include "check_util.h"
 
@@ -533,6 +534,139 @@ static void *alloc_worker(void *arg) {
   return NULL;
 }
 
+/* ---- asynchronous copies with pageable memory (CUDA's "API synchronization behavior") -------- */
+
+/* A gate: a host function that holds its stream until the test opens it. */
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int open;
+} gate_t;
+
+static void gate_pass(void *p) {
+  gate_t *g = p;
+  pthread_mutex_lock(&g->mu);
+  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_open(gate_t *g) {
+  pthread_mutex_lock(&g->mu);
+  g->open = 1;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* Sleeps 50 ms, then sets the flag: the stream behind it is slow. */
+static void slow_then_set(void *flag) {
+  struct timespec ts = {0, 50 * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  __atomic_store_n((int *)flag, 1, __ATOMIC_RELEASE);
+}
+
+/* Host to device from pageable memory: staged before the call returns, so overwriting
+ * the source at once changes nothing that arrives (1D, 2D and to a symbol's neighbour:
+ * managed memory). From page-locked memory the copy stays asynchronous: it reads the
+ * source when the stream reaches it. */
+START_TEST(memcpy_async_pageable_source_staged) {
+  NEED_DEVICES(1, n);
+  enum { N = 4099, W = 24, H = 5, P = 40 }; /* odd sizes: not a multiple of anything */
+  gp_stream_t s = NULL;
+  OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
+  unsigned char *src = malloc(N), *src2d = malloc(P * H), *back = malloc(N);
+  unsigned char *dev = NULL, *dev2d = NULL, *managed = NULL, *pinned = NULL;
+  ck_assert_ptr_nonnull(src);
+  ck_assert_ptr_nonnull(src2d);
+  ck_assert_ptr_nonnull(back);
+  OK(gp_malloc((void **)&dev, N));
+  OK(gp_malloc((void **)&dev2d, W * H));
+  OK(gp_malloc_managed((void **)&managed, N));
+  OK(gp_malloc_host((void **)&pinned, N));
+  for (int i = 0; i < N; i++) src[i] = pinned[i] = (unsigned char)(i * 7 + 1);
+  for (int i = 0; i < P * H; i++) src2d[i] = (unsigned char)(i * 5 + 3);
+  gate_t g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  OK(gp_launch_host_func(s, gate_pass, &g)); /* the stream cannot reach the copies yet */
+  OK(gp_memcpy_async(dev, src, N, s));
+  OK(gp_memcpy_2d_async(dev2d, W, src2d, P, W, H, s));
+  OK(gp_memcpy_async(managed, src, N, s));
+  OK(gp_memcpy_async(dev + 1, pinned, N - 1, s)); /* page-locked: read later */
+  memset(src, 0xee, N);
+  memset(src2d, 0xee, P * H);
+  memset(pinned, 0xdd, N);
+  gate_open(&g);
+  OK(gp_stream_synchronize(s));
+  OK(gp_memcpy(back, dev, N));
+  ck_assert_uint_eq(back[0], 1); /* from the staged pageable source */
+  for (int i = 1; i < N; i++) ck_assert_uint_eq(back[i], 0xdd); /* from pinned, overwritten */
+  OK(gp_memcpy(back, dev2d, W * H));
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) ck_assert_uint_eq(back[r * W + c], (unsigned char)((r * P + c) * 5 + 3));
+  for (int i = 0; i < N; i++) ck_assert_uint_eq(managed[i], (unsigned char)(i * 7 + 1));
+  /* Many staged copies in flight at once, each its own snapshot. */
+  gate_t g2 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  OK(gp_launch_host_func(s, gate_pass, &g2));
+  for (int k = 0; k < 64; k++) {
+    src[0] = (unsigned char)k;
+    OK(gp_memcpy_async(dev + k, src, 1, s));
+  }
+  gate_open(&g2);
+  OK(gp_stream_synchronize(s));
+  OK(gp_memcpy(back, dev, 64));
+  for (int k = 0; k < 64; k++) ck_assert_uint_eq(back[k], (unsigned)k);
+  OK(gp_free(dev));
+  OK(gp_free(dev2d));
+  OK(gp_free(managed));
+  OK(gp_free_host(pinned));
+  OK(gp_stream_destroy(s));
+  free(src);
+  free(src2d);
+  free(back);
+}
+END_TEST
+
+/* Device to pageable host memory: complete when the call returns, even on a stream busy
+ * behind slow work; to page-locked memory it stays asynchronous. */
+START_TEST(memcpy_async_to_pageable_complete_on_return) {
+  NEED_DEVICES(1, n);
+  enum { N = 8192 };
+  gp_stream_t s = NULL;
+  OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
+  unsigned char *dev = NULL, *pinned = NULL, *dst = malloc(N);
+  ck_assert_ptr_nonnull(dst);
+  OK(gp_malloc((void **)&dev, N));
+  OK(gp_malloc_host((void **)&pinned, N));
+  memset(dst, 0, N);
+  int slow_done = 0;
+  OK(gp_memset(dev, 0x11, N));
+  OK(gp_launch_host_func(s, slow_then_set, &slow_done));
+  OK(gp_memset_async(dev, 0x5a, N, s));
+  OK(gp_memcpy_async(dst, dev, N, s));
+  ck_assert_int_eq(__atomic_load_n(&slow_done, __ATOMIC_ACQUIRE), 1);
+  for (int i = 0; i < N; i++) ck_assert_uint_eq(dst[i], 0x5a);
+  /* 2D into pageable memory too. */
+  memset(dst, 0, N);
+  OK(gp_memset_async(dev, 0x6b, N, s));
+  OK(gp_memcpy_2d_async(dst, 64, dev, 32, 32, 8, s));
+  for (int r = 0; r < 8; r++)
+    for (int c = 0; c < 64; c++) ck_assert_uint_eq(dst[r * 64 + c], c < 32 ? 0x6b : 0);
+  /* Page-locked destination: the call returns while the stream is held. */
+  gate_t g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  memset(pinned, 0, N);
+  OK(gp_launch_host_func(s, gate_pass, &g));
+  OK(gp_memcpy_async(pinned, dev, N, s));
+  ck_assert_int_eq(gp_stream_query(s), GP_ERROR_NOT_READY);
+  ck_assert_uint_eq(pinned[0], 0);
+  gate_open(&g);
+  OK(gp_stream_synchronize(s));
+  for (int i = 0; i < N; i++) ck_assert_uint_eq(pinned[i], 0x6b);
+  OK(gp_free(dev));
+  OK(gp_free_host(pinned));
+  OK(gp_stream_destroy(s));
+  free(dst);
+}
+END_TEST
+
 START_TEST(threads_alloc_free) {
   NEED_DEVICES(1, n);
   enum { T = 4 };
@@ -570,6 +704,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads_alloc_free);
   tcase_add_test(tc, freed_device_memory_refused);
   tcase_add_test(tc, host_memory_is_not_device_memory);
+  tcase_add_test(tc, memcpy_async_pageable_source_staged);
+  tcase_add_test(tc, memcpy_async_to_pageable_complete_on_return);
   suite_add_tcase(s, tc);
   return s;
 }

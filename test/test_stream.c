@@ -809,9 +809,99 @@ START_TEST(launch_rejects_bad_configurations) {
 }
 END_TEST
 
-/* ---- the device rules of CUDA's "Stream and Event Behavior" ------------------------------- */
+/* ---- the thread's last error (cudaGetLastError, cudaPeekAtLastError) ------------------------- */
 
 GP_KERNEL_DECLARE(kt_vadd);
+
+/* A refused launch is the thread's last error until gp_get_last_error returns it, through
+ * successful calls; gp_get_last_error then resets it, gp_peek_at_last_error does not. */
+START_TEST(last_error_of_refused_launch) {
+  NEED_DEVICES(1, n);
+  (void)gp_get_last_error(); /* whatever earlier tests of this process left */
+  ck_assert_int_eq(gp_get_last_error(), GP_SUCCESS);
+  int nn = 1;
+  float *a = NULL;
+  void *args[] = {&nn, &a, &a, &a};
+  OK(gp_malloc((void **)&a, 64 * sizeof(float)));
+  /* cuda: kt_vadd<<<1, 2048>>> then cudaGetLastError() == cudaErrorInvalidConfiguration */
+  FAILS(gp_launch(GP_KERNEL_REF(kt_vadd), gp_dim3(1, 1, 1), gp_dim3(2048, 1, 1), 0, NULL, args),
+        GP_ERROR_INVALID_CONFIGURATION, "block");
+  OK(gp_memset(a, 0, 64 * sizeof(float))); /* a success does not reset it */
+  OK(gp_device_synchronize());
+  ck_assert_int_eq(gp_peek_at_last_error(), GP_ERROR_INVALID_CONFIGURATION);
+  ck_assert_int_eq(gp_peek_at_last_error(), GP_ERROR_INVALID_CONFIGURATION);
+  ck_assert_ptr_nonnull(strstr(gp_last_error_message(), "block"));
+  ck_assert_int_eq(gp_get_last_error(), GP_ERROR_INVALID_CONFIGURATION);
+  ck_assert_int_eq(gp_get_last_error(), GP_SUCCESS);
+  ck_assert_int_eq(gp_peek_at_last_error(), GP_SUCCESS);
+  /* The last failure wins; NOT_READY is an answer, not an error. */
+  FAILS(gp_launch(GP_KERNEL_REF(kt_vadd), gp_dim3(0, 1, 1), gp_dim3(1, 1, 1), 0, NULL, args),
+        GP_ERROR_INVALID_CONFIGURATION, "grid.x");
+  FAILS(gp_launch(GP_KERNEL_REF(kt_vadd), gp_dim3(1, 1, 1), gp_dim3(1, 1, 1), 0,
+                  (gp_stream_t)(uintptr_t)0x50, args),
+        GP_ERROR_INVALID_HANDLE, "stream");
+  gp_stream_t s = NULL;
+  gate_t *g = gate_new();
+  OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
+  OK(gp_launch_host_func(s, gate_pass, g));
+  ck_assert_int_eq(gp_stream_query(s), GP_ERROR_NOT_READY);
+  gate_open(g);
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(gp_get_last_error(), GP_ERROR_INVALID_HANDLE);
+  ck_assert_int_eq(gp_get_last_error(), GP_SUCCESS);
+  OK(gp_stream_destroy(s));
+  OK(gp_free(a));
+}
+END_TEST
+
+/* A failed allocation is the last error; each host thread has its own. */
+static void *other_thread_last_error(void *arg) {
+  *(gp_status_t *)arg = gp_peek_at_last_error();
+  return NULL;
+}
+
+START_TEST(last_error_of_failed_malloc) {
+  NEED_DEVICES(1, n);
+  (void)gp_get_last_error();
+  void *p = (void *)1;
+  FAILS(gp_malloc(&p, SIZE_MAX / 2), GP_ERROR_OUT_OF_MEMORY, "gp_malloc");
+  ck_assert_ptr_null(p);
+  pthread_t t;
+  gp_status_t other = GP_ERROR_INTERNAL;
+  ck_assert_int_eq(pthread_create(&t, NULL, other_thread_last_error, &other), 0);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(other, GP_SUCCESS);
+  ck_assert_int_eq(gp_peek_at_last_error(), GP_ERROR_OUT_OF_MEMORY);
+  ck_assert_int_eq(gp_get_last_error(), GP_ERROR_OUT_OF_MEMORY);
+  ck_assert_int_eq(gp_get_last_error(), GP_SUCCESS);
+  still_usable();
+  ck_assert_int_eq(gp_get_last_error(), GP_SUCCESS);
+}
+END_TEST
+
+/* An asynchronous fault comes first; on the cpu backend it is reset like the rest. */
+START_TEST(last_error_async_fault_first) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "a failing host work item is the cpu backend's; "
+                                          "faults are sticky on the GPU backends");
+  (void)gp_get_last_error();
+  FAILS(gp_malloc(NULL, 4), GP_ERROR_INVALID_VALUE, "ptr");
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp__be_enqueue_host_work(s, failing_work, NULL, false));
+  /* Wait without reporting: a host function behind it on the same stream. */
+  atomic_int ran = 0;
+  OK(gp_launch_host_func(s, count_up, &ran));
+  while (!atomic_load(&ran)) sleep_ms(1);
+  ck_assert_int_eq(gp_peek_at_last_error(), GP_ERROR_LAUNCH_FAILED);
+  ck_assert_int_eq(gp_get_last_error(), GP_ERROR_LAUNCH_FAILED);
+  ck_assert_int_eq(gp_get_last_error(), GP_SUCCESS);
+  OK(gp_stream_synchronize(s));
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+/* ---- the device rules of CUDA's "Stream and Event Behavior" ------------------------------- */
 
 static gp_status_t launch_vadd(int n, const float *a, const float *b, float *c, gp_stream_t s) {
   void *args[] = {&n, &a, &b, &c};
@@ -940,6 +1030,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, launch_rejects_bad_configurations);
   tcase_add_test(tc, launch_into_other_device_stream);
   tcase_add_test(tc, event_record_other_device);
+  tcase_add_test(tc, last_error_of_refused_launch);
+  tcase_add_test(tc, last_error_of_failed_malloc);
+  tcase_add_test(tc, last_error_async_fault_first);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -306,10 +306,29 @@ GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream);
 GP_API gp_status_t gp_memcpy(void *dst, const void *src, size_t bytes);
 
 /**
- * @brief As gp_memcpy() but enqueued on @p stream (cudaMemcpyAsync). With pageable host
- *        memory the call may return before or after the copy is complete, as in CUDA;
- *        the host memory must stay valid until the stream reaches the copy.
- * @return as gp_memcpy(), plus ::GP_ERROR_INVALID_HANDLE.
+ * @brief As gp_memcpy() but enqueued on @p stream (cudaMemcpyAsync).
+ *
+ * Pageable host memory (neither from gp_malloc_host() nor gp_host_register()) is handled
+ * as the CUDA Runtime API reference, "API synchronization behavior", says for the
+ * asynchronous copies, so the host may reuse it as soon as the call returns:
+ *  - pageable host to device (or managed) memory: the source is copied to a staging
+ *    buffer before the call returns ("host memory is copied to a staging buffer
+ *    immediately (no device synchronization is performed)"); overwriting it afterwards
+ *    does not change what arrives;
+ *  - device to pageable host memory: "the function will return only once the copy has
+ *    completed", so the call waits for the stream's earlier work;
+ *  - between host memory with a pageable side: synchronous with respect to the host.
+ *
+ * From or to page-locked host memory, and between device memory, the copy stays
+ * asynchronous: the memory must stay valid and unchanged until the stream reaches it.
+ * On cuda and hip the native runtime does this itself (cudaMemcpyAsync,
+ * hipMemcpyAsync). On the cpu backend staging takes a buffer from a pool (no allocation
+ * per call once warm); a pageable source over 64 MiB is copied synchronously instead,
+ * which CUDA also allows ("the function might be synchronous with respect to host").
+ * A copy captured into a graph (gpuport/graph.h) reads its source when the graph runs.
+ * @return as gp_memcpy(), plus ::GP_ERROR_INVALID_HANDLE; where the copy waits (to
+ *         pageable memory), ::GP_ERROR_NOT_SUPPORTED inside a host function on the cpu
+ *         backend, as gp_launch_host_func() says of every wait.
  */
 GP_API gp_status_t gp_memcpy_async(void *dst, const void *src, size_t bytes, gp_stream_t stream);
 
@@ -328,7 +347,8 @@ GP_API gp_status_t gp_memcpy_async(void *dst, const void *src, size_t bytes, gp_
 GP_API gp_status_t gp_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
                                 size_t width_bytes, size_t height);
 
-/** @brief As gp_memcpy_2d(), enqueued on @p stream (cudaMemcpy2DAsync).
+/** @brief As gp_memcpy_2d(), enqueued on @p stream (cudaMemcpy2DAsync); pageable host
+ *         memory is staged or waited for as gp_memcpy_async() says.
  *  @return as gp_memcpy_2d(), plus ::GP_ERROR_INVALID_HANDLE. */
 GP_API gp_status_t gp_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
                                       size_t width_bytes, size_t height, gp_stream_t stream);

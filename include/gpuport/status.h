@@ -72,19 +72,36 @@ GP_API const char *gp_status_string(gp_status_t status);
 GP_API const char *gp_last_error_message(void);
 
 /**
- * @brief Returns and clears the last asynchronous error of the current device
- *        (a fault raised by enqueued work), as cudaGetLastError.
+ * @brief Returns the last error of the calling host thread and resets it to
+ *        ::GP_SUCCESS, as cudaGetLastError.
  *
- * On the GPU backends a kernel fault is sticky: it is returned again by every later
- * call and this function does not clear it. On the CPU backend it is cleared.
- * @return ::GP_SUCCESS when no error is pending, else the pending error, e.g.
- *         ::GP_ERROR_LAUNCH_FAILED.
+ * CUDA Runtime API reference, cudaGetLastError: "Returns the last error that has been
+ * produced by any of the runtime calls in the same instance of the CUDA runtime library
+ * in the host thread and resets it to cudaSuccess." So the status is:
+ *  - the current device's pending asynchronous error (a fault raised by enqueued work,
+ *    e.g. ::GP_ERROR_LAUNCH_FAILED) when there is one; on the GPU backends a fault is
+ *    sticky (it corrupts the context: cudaGetLastError's "Note that this function may
+ *    also return error codes from previous, asynchronous launches", and such errors are
+ *    not reset) and is returned again by every later call; on the CPU backend it is
+ *    cleared;
+ *  - else the status of the last gpuport call of this thread that failed (a launch
+ *    refused with ::GP_ERROR_INVALID_CONFIGURATION, a gp_malloc() that returned
+ *    ::GP_ERROR_OUT_OF_MEMORY, ...), even when successful calls came after it; calls
+ *    that succeed do not reset it, as in CUDA. ::GP_ERROR_NOT_READY (gp_stream_query(),
+ *    gp_event_query()) is an answer, not an error, and is never recorded.
+ *
+ * gp_last_error_message() keeps describing the failure returned.
+ * @return ::GP_SUCCESS when nothing failed since the last reset, else the error.
  */
 GP_API gp_status_t gp_get_last_error(void);
 
 /**
- * @brief As gp_get_last_error() but does not clear the error (cudaPeekAtLastError).
- * @return ::GP_SUCCESS or the pending asynchronous error.
+ * @brief As gp_get_last_error() but resets nothing (cudaPeekAtLastError: "Returns the last
+ *        error that has been produced by any of the runtime calls in the same instance of
+ *        the CUDA runtime library in the host thread. This call does not reset the error
+ *        to cudaSuccess like cudaGetLastError()."): calling it twice returns the same
+ *        status.
+ * @return ::GP_SUCCESS, the pending asynchronous error, or the last failing call's status.
  */
 GP_API gp_status_t gp_peek_at_last_error(void);
 

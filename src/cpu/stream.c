@@ -51,7 +51,8 @@ typedef struct gp__cpu_op {
     /* owner: the module the kernel came from, held until the op is freed */
     struct { gp_kernel_t k; gp_dim3_t grid, block; size_t shmem; void **args; unsigned flags;
              gp_module_t owner; } kern;
-    struct { void *dst; const void *src; size_t dpitch, spitch, width, height; } copy;
+    /* stage: the staging buffer src points into (a pageable source), or NULL */
+    struct { void *dst; const void *src; size_t dpitch, spitch, width, height; void *stage; } copy;
     struct { void *ptr; uint32_t value; size_t count; } set;
     struct { void (*fn)(void *); void *user; } host;
     /* bytes: captured with free_user, the size of the record each launch copies */
@@ -134,6 +135,62 @@ static int g_ndev;
 static pthread_key_t g_pt_key; /* the thread's pt_streams_t, released when it exits */
 static cpu_capture_t *g_captures;     /* active captures */
 static atomic_int g_ncaptures;        /* their number: the checks' fast path reads it unlocked */
+
+/* ---- staging buffers for copies from pageable memory ----------------------------------------- */
+/* A pool of buffers in power-of-two classes of 4 KiB to 64 MiB, so that a stream of
+ * asynchronous copies from pageable memory does not allocate per call once warm. At most
+ * GP__STAGE_KEEP bytes stay cached; a copy larger than the largest class is not staged
+ * (gp__be_memcpy_2d_async makes it synchronous instead). Each buffer has a 64-byte header
+ * holding its class, so the data stays 64-byte aligned. */
+#define GP__STAGE_MIN_SHIFT 12
+#define GP__STAGE_CLASSES 15
+#define GP__STAGE_MAX ((size_t)1 << (GP__STAGE_MIN_SHIFT + GP__STAGE_CLASSES - 1))
+#define GP__STAGE_KEEP ((size_t)64 << 20)
+#define GP__STAGE_HDR 64
+
+typedef struct stage_hdr {
+  struct stage_hdr *next; /* while cached */
+  int cls;
+} stage_hdr_t;
+
+static pthread_mutex_t g_stage_mu = PTHREAD_MUTEX_INITIALIZER;
+static stage_hdr_t *g_stage_free[GP__STAGE_CLASSES];
+static size_t g_stage_kept; /* bytes cached in g_stage_free */
+
+static size_t stage_class_bytes(int cls) { return (size_t)1 << (GP__STAGE_MIN_SHIFT + cls); }
+
+/* A buffer of at least bytes (<= GP__STAGE_MAX), or NULL when out of memory. */
+static void *stage_get(size_t bytes) {
+  int cls = 0;
+  while (stage_class_bytes(cls) < bytes) cls++;
+  pthread_mutex_lock(&g_stage_mu);
+  stage_hdr_t *h = g_stage_free[cls];
+  if (h) {
+    g_stage_free[cls] = h->next;
+    g_stage_kept -= stage_class_bytes(cls);
+  }
+  pthread_mutex_unlock(&g_stage_mu);
+  if (h == NULL) {
+    h = aligned_alloc(GP__STAGE_HDR, GP__STAGE_HDR + stage_class_bytes(cls));
+    if (h == NULL) return NULL;
+    h->cls = cls;
+  }
+  return (char *)h + GP__STAGE_HDR;
+}
+
+static void stage_put(void *p) {
+  stage_hdr_t *h = (stage_hdr_t *)(void *)((char *)p - GP__STAGE_HDR);
+  const size_t bytes = stage_class_bytes(h->cls);
+  pthread_mutex_lock(&g_stage_mu);
+  bool keep = g_stage_kept + bytes <= GP__STAGE_KEEP;
+  if (keep) {
+    h->next = g_stage_free[h->cls];
+    g_stage_free[h->cls] = h;
+    g_stage_kept += bytes;
+  }
+  pthread_mutex_unlock(&g_stage_mu);
+  if (!keep) free(h);
+}
 
 gp_status_t gp__cpu_check_may_wait(const char *func) {
   const gp__thread_t *t = gp__thread_peek();
@@ -305,7 +362,13 @@ static void graph_op_release(cpu_op_t *op) {
   gp__cpu_exec_unref(op->u.graph.exec);
 }
 
+/* Returns a copy's staging buffer to the pool (every path that frees an op calls it). */
+static void op_release_stage(cpu_op_t *op) {
+  if (op->kind == OP_COPY && op->u.copy.stage != NULL) stage_put(op->u.copy.stage);
+}
+
 void gp__cpu_op_free(struct gp__cpu_op *op) {
+  op_release_stage(op);
   if (op->kind == OP_HOST_WORK && op->u.work.free_user) free(op->u.work.user);
   if (op->kind == OP_GRAPH) graph_op_release(op);
   gp_module_t owner = op_owner(op);
@@ -316,6 +379,7 @@ void gp__cpu_op_free(struct gp__cpu_op *op) {
 /* Releases an operation that was never queued nor captured (the caller keeps a host-work
  * record: gp__be_enqueue_host_work frees it itself). */
 static void op_discard(cpu_op_t *op) {
+  op_release_stage(op);
   if (op->kind == OP_GRAPH) graph_op_release(op);
   gp_module_t owner = op_owner(op);
   free(op);
@@ -360,6 +424,7 @@ static void *worker_main(void *arg) {
     }
     finish_op(s, op);
     gp_module_t owner = op_owner(op);
+    op_release_stage(op);
     if (owner || op->kind == OP_GRAPH) {
       /* The last reference to a module may unload it, and the last one to a graph's
        * nodes release their modules: not under g_mu. */
@@ -891,6 +956,7 @@ static bool run_inline(struct gp_stream_s *s, cpu_op_t *op) {
   pthread_mutex_lock(&g_mu);
   finish_op(s, op); /* wakes the worker if work was queued behind op meanwhile */
   pthread_mutex_unlock(&g_mu);
+  op_release_stage(op);
   free(op);
   return true;
 }
@@ -948,12 +1014,21 @@ static void pt_release(void *p) {
   free(pt);
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&g_mu); }
-static void fork_parent(void) { pthread_mutex_unlock(&g_mu); }
+/* The staging pool's lock is taken too (after g_mu, the order everywhere), so the child
+ * finds the pool consistent. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&g_mu);
+  pthread_mutex_lock(&g_stage_mu);
+}
+static void fork_parent(void) {
+  pthread_mutex_unlock(&g_stage_mu);
+  pthread_mutex_unlock(&g_mu);
+}
 
 /* The child has no workers: pending ops are dropped (the parent runs them), events
  * count as complete, and the next enqueue starts a fresh worker. */
 static void fork_child(void) {
+  pthread_mutex_unlock(&g_stage_mu);
   pthread_cond_init(&g_progress, NULL);
   g_waiters = 0;
   for (int d = 0; d < g_ndev; d++) {
@@ -962,6 +1037,7 @@ static void fork_child(void) {
       if (s->kind == S_WRAPPER) continue;
       for (cpu_op_t *op = s->head, *n2; op; op = n2) {
         n2 = op->next;
+        op_release_stage(op);
         free(op);
       }
       s->head = s->tail = NULL;
@@ -1277,8 +1353,57 @@ gp_status_t gp__be_stream_wrap(gp_stream_t *stream, void *native) {
 
 /* ---- copies, sets, stream-ordered free ----------------------------------------------------------- */
 
-gp_status_t gp__be_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                   size_t width, size_t height, gp_stream_t stream, bool sync) {
+/* Which memory a side of a copy is: what the host may reuse as soon as a call returns
+ * (pageable: neither allocated nor registered by gpuport), page-locked host memory, or
+ * device memory (device, managed, device variables). */
+typedef enum copy_side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE } copy_side_t;
+
+static copy_side_t copy_side(const void *p) {
+  gp__alloc_info_t info;
+  if (!gp__alloc_find(p, &info)) return SIDE_PAGEABLE;
+  return info.kind == GP__ALLOC_HOST || info.kind == GP__ALLOC_REGISTERED ? SIDE_PINNED : SIDE_DEVICE;
+}
+
+static bool stream_capturing(gp_stream_t h) {
+  if (atomic_load(&g_ncaptures) == 0) return false;
+  struct gp_stream_s *s = stream_get(h);
+  if (s == NULL) return false;
+  pthread_mutex_lock(&g_mu);
+  bool cap = s->cap != NULL;
+  pthread_mutex_unlock(&g_mu);
+  return cap;
+}
+
+/* An asynchronous copy with pageable memory on a side behaves as CUDA's (CUDA Runtime
+ * API, "API synchronization behavior", Asynchronous): "For transfers from pageable host
+ * memory to device memory, host memory is copied to a staging buffer immediately (no
+ * device synchronization is performed)"; "For transfers from device memory to pageable
+ * host memory, the function will return only once the copy has completed"; and a copy
+ * between host memory with a pageable side is "fully synchronous with respect to the
+ * host". So the host may reuse pageable memory once the call returns. A source too large
+ * to stage (over GP__STAGE_MAX) makes the copy synchronous, which CUDA also allows ("the
+ * function might be synchronous with respect to host"). Between page-locked or device
+ * memory the copy stays asynchronous. A copy captured into a graph reads and writes its
+ * memory when the graph runs, as recorded. */
+static gp_status_t copy_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, gp_stream_t stream, bool sync,
+                              copy_side_t dside, copy_side_t sside) {
+  void *stage = NULL;
+  const bool pageable = dside == SIDE_PAGEABLE || sside == SIDE_PAGEABLE;
+  if (!sync && pageable && !stream_capturing(stream)) {
+    const size_t bytes = width * height; /* the api layer checked the extent */
+    if (dside == SIDE_DEVICE && bytes <= GP__STAGE_MAX) {
+      if ((stage = stage_get(bytes)) == NULL)
+        return gp__error(GP_ERROR_OUT_OF_MEMORY, "gp_memcpy_async",
+                         "no host memory to stage %zu bytes of pageable memory", bytes);
+      for (size_t r = 0; r < height; r++)
+        memcpy((char *)stage + r * width, (const char *)src + r * spitch, width);
+      src = stage;
+      spitch = width;
+    } else {
+      sync = true;
+    }
+  }
   cpu_op_t *op = op_new(OP_COPY, 0);
   if (op) {
     op->u.copy.dst = dst;
@@ -1287,15 +1412,24 @@ gp_status_t gp__be_memcpy_2d_async(void *dst, size_t dpitch, const void *src, si
     op->u.copy.spitch = spitch;
     op->u.copy.width = width;
     op->u.copy.height = height;
+    op->u.copy.stage = stage;
+  } else if (stage) {
+    stage_put(stage);
   }
   return submit(stream, op, sync, "gp_memcpy");
 }
 
+gp_status_t gp__be_memcpy_2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t height, gp_stream_t stream, bool sync) {
+  return copy_async(dst, dpitch, src, spitch, width, height, stream, sync, copy_side(dst),
+                    copy_side(src));
+}
+
 gp_status_t gp__be_memcpy_peer_async(void *dst, int dst_dev, const void *src, int src_dev,
                                      size_t bytes, gp_stream_t stream, bool sync) {
-  (void)dst_dev; /* one address space: a peer copy is a copy */
+  (void)dst_dev; /* one address space: a peer copy is a copy, of device memory */
   (void)src_dev;
-  return gp__be_memcpy_2d_async(dst, bytes, src, bytes, bytes, 1, stream, sync);
+  return copy_async(dst, bytes, src, bytes, bytes, 1, stream, sync, SIDE_DEVICE, SIDE_DEVICE);
 }
 
 static gp_status_t set_async(op_kind_t kind, void *ptr, uint32_t value, size_t count,
@@ -1388,8 +1522,11 @@ gp_status_t gp__be_symbol_address(void **ptr, gp_symbol_t symbol) {
 gp_status_t gp__be_memcpy_symbol_async(void *mem, gp_symbol_t symbol, size_t bytes, size_t offset,
                                        bool to_symbol, gp_stream_t stream, bool sync) {
   unsigned char *var = (unsigned char *)(uintptr_t)symbol->address + offset;
-  return to_symbol ? gp__be_memcpy_2d_async(var, bytes, mem, bytes, bytes, 1, stream, sync)
-                   : gp__be_memcpy_2d_async(mem, bytes, var, bytes, bytes, 1, stream, sync);
+  /* The variable is device memory the registry does not hold. */
+  return to_symbol ? copy_async(var, bytes, mem, bytes, bytes, 1, stream, sync, SIDE_DEVICE,
+                                copy_side(mem))
+                   : copy_async(mem, bytes, var, bytes, bytes, 1, stream, sync, copy_side(mem),
+                                SIDE_DEVICE);
 }
 
 /* ---- graph launch ------------------------------------------------------------------------------------ */
