@@ -58,3 +58,9 @@ int main() {
   cublasDestroy(handle);
   return 0;
 }
+
+extern __device__ int sharedCounter;
+struct Acc {
+  int n;
+  __device__ void add(int v) { atomicAdd(&sharedCounter, v + n); }
+};

@@ -38,3 +38,8 @@ int main() {
   cudaMemPrefetchAsync(in, 64, 0, 0);
   return 0;
 }
+
+static void launchRows(const float *in, float *out, int rows, int cols) {
+  dim3 block(32, 8);
+  rowSums<<<(rows + 7) / 8, block>>>(in, out, rows, cols);
+}
