@@ -49,13 +49,17 @@ static __global__ void scale(float *x, int n, Scale s) {
   if (i < n) x[i] = s.apply(x[i]);
 }
 
+__device__ unsigned oddLanes(int v) { return __ballot_sync(0xffffffff, v & 1); }
+
 // Per warp: lanes with an odd value, the rank of each such lane among them, the
 // highest such lane and the warp sum (a butterfly over a named full mask).
 __global__ void warpStats(const int *in, int *count, int *rank, int *last, int *sum) {
   int lane = threadIdx.x % WARP_SIZE;
   int warp = threadIdx.x / WARP_SIZE;
   int v = in[threadIdx.x];
-  unsigned odd = __ballot_sync(FULL, v & 1);
+  unsigned odd = oddLanes(v);
+  unsigned odd2 = __ballot_sync(FULL, v & 1);
+  odd &= odd2;
   unsigned live;
   live = __activemask();
   if (v & 1) rank[threadIdx.x] = __popc(odd & ((1u << lane) - 1));
