@@ -65,6 +65,10 @@ if grep -q 'unmapped\|review' "$out/user_names.log"; then echo "FAIL user_names:
 un() { grep -q -- "$1" "$out/user_names.cu" || { echo "FAIL user_names: no '$1' in the converted text"; fail=1; }; }
 un '#define WARP_SIZE GP_WARP_SIZE'
 un '#define FULL GP_FULL_MASK'
+un '^constexpr int kWarpSize = GP_WARP_SIZE;$'
+un '^  int warp = threadIdx.x / kWarpSize;$'
+un '^  $'
+un '__popcll(live) == warpSize'
 un '#if 1 /\* ifdef __CUDACC__'
 un '^GP_KERNEL void fill(int \*out, int n, int value = 7) {'
 un '^GP_KERNEL void scale(float \*x, int n, Scale s) {'

@@ -17,6 +17,7 @@
     }                                                                                 \
   } while (0)
 #define WARP_SIZE 32
+constexpr int kWarpSize = 32;
 #define FULL 0xffffffff
 
 #ifdef __CUDACC__
@@ -55,7 +56,8 @@ __device__ unsigned oddLanes(int v) { return __ballot_sync(0xffffffff, v & 1); }
 // highest such lane and the warp sum (a butterfly over a named full mask).
 __global__ void warpStats(const int *in, int *count, int *rank, int *last, int *sum) {
   int lane = threadIdx.x % WARP_SIZE;
-  int warp = threadIdx.x / WARP_SIZE;
+  const int warpSize = 32;
+  int warp = threadIdx.x / kWarpSize;
   int v = in[threadIdx.x];
   unsigned odd = oddLanes(v);
   unsigned odd2 = __ballot_sync(FULL, v & 1);
@@ -69,7 +71,7 @@ __global__ void warpStats(const int *in, int *count, int *rank, int *last, int *
   if (lane == 31) {
     count[warp] = __popc(odd);
     last[warp] = odd ? 31 - __clz(odd) : -1;
-    sum[warp] = __popc(live) == WARP_SIZE ? s : -1;
+    sum[warp] = __popc(live) == warpSize ? s : -1;
   }
 }
 
