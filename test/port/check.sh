@@ -126,7 +126,8 @@ for e in '__constant__ float coeffs\[16\]; GP_SYMBOL_EXPORT(coeffs)' \
   'GP_LAUNCH(kernelDeclaredFirst, dim3(2, 1), dim3(32), 0, s, d_out)' \
   'gp_event_create_with_flags(&e, GP_EVENT_DISABLE_TIMING)' \
   'gp_event_record(e, NULL)' \
-  'gp_memcpy_2d_async(d_out, 8, h, 8, 8, 2, s)'; do expect "$e" rules; done
+  'gp_memcpy_2d_async(d_out, 8, h, 8, 8, 2, s)' \
+  'gp_malloc((void \*\*)(p), 4);'; do expect "$e" rules; done
 grep -q 'cuda_runtime\|cublas_v2\|<cooperative_groups' "$out/rules.cu" && { echo "FAIL rules: a CUDA header is kept"; fail=1; }
 report 'rules.cu:16: review: __ballot_sync mask' rules
 report 'rules.cu:19: review: __shfl_xor_sync mask' rules
