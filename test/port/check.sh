@@ -156,6 +156,9 @@ grep -q 'GP_KERNEL_EXPORT(blockSum\|cuda\|cublas\|cooperative_groups::' "$out/te
 report "templates.cu:57: review: cudaHostRegister flags 'cudaHostRegisterMapped' dropped" templates
 report 'templates.cu:62: review: extern __device__ sharedCounter: needs relocatable device code' templates
 expect '^extern __device__ int sharedCounter;$' templates
+report 'templates.cu:72: review: kernel node parameters: toHalf' templates
+for e in '  gp_graph_node_t node;' '  gp_kernel_node_params_t prm = {};' '  gp_graph_create(&g, 0);' \
+  '  gp_graph_add_kernel_node(&node, g, NULL, 0, &prm);'; do expect "$e" templates; done
 expect '^  __device__ void add(int v) { atomicAdd(&sharedCounter, v + n); }$' templates
 
 # Width-64 bugs that cannot be rewritten for certain, and what cannot be mapped: exit 2.

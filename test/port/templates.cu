@@ -64,3 +64,12 @@ struct Acc {
   int n;
   __device__ void add(int v) { atomicAdd(&sharedCounter, v + n); }
 };
+
+void graphOf() {
+  cudaGraph_t g;
+  cudaGraphNode_t node;
+  cudaKernelNodeParams prm = {};
+  prm.func = (void *)toHalf;
+  cudaGraphCreate(&g, 0);
+  cudaGraphAddKernelNode(&node, g, NULL, 0, &prm);
+}
