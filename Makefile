@@ -5,7 +5,8 @@
 #   make test               run the Check suites on the default backend (1 and 4 CPU
 #                           devices) and the examples (cpu: at warp widths 32 and 64),
 #                           then the suites under ASan+UBSan (cpu backend), then the
-#                           porting test (cpu: test/port/check.sh), the monitor and
+#                           porting test (cpu: test/port/check.sh), gpuport-cc from an
+#                           installed prefix (cpu: test/cc/check.sh), the monitor and
 #                           Prometheus exporter scraped and checked by promtool (cpu:
 #                           test/telemetry/exporter.sh; skipped without curl/promtool),
 #                           then the MPI test (when mpicc and mpirun are present)
@@ -13,7 +14,9 @@
 #   make fuzz [FUZZ_SECONDS=N]  the libFuzzer harnesses of test/fuzz, N seconds each
 #   make test-tsan          the handle stress suite (test_handles) under ThreadSanitizer,
 #                           against a TSan build of the cpu runtime in build/cpu-tsan
-#   make install PREFIX=... install headers, libraries, tools, pkg-config and CMake files
+#   make install PREFIX=... install headers, libraries (with the cpu backend also its
+#                           ASan+UBSan build, libgpuport-cpu-san), tools (gpuport,
+#                           gpuport-port, gpuport-cc), pkg-config and CMake files
 #   make docs               Doxygen into build/docs (zero warnings)
 #   make check-sm80         static facts of the sm_80 kernels (cuda build's ptxas reports)
 #   make check-sm90         the same for the sm_90a kernels (wgmma, TMA; kernels/sm90a/facts.sh)
@@ -145,6 +148,12 @@ CFLAGS_cuda := -DGP_BUILD_CUDA -I$(CUDA_HOME)/include
 LIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++ -ldl -lm -pthread
 CFLAGS_hip := -DGP_BUILD_HIP -D__HIP_PLATFORM_AMD__
 LIBS_hip := -lamdhip64 -lstdc++ -ldl -lm -pthread
+# What a program that links dialect objects of its own needs beside the library (a C main
+# with a dialect object: the C++ runtime; nvcc and hipcc objects: their runtimes); the
+# Libs of the installed .pc files.
+LIBS_PUBLIC_cpu := -lstdc++ -lm
+LIBS_PUBLIC_cuda := -L$(CUDA_HOME)/lib64 -lcudart -lstdc++ -lm
+LIBS_PUBLIC_hip := -lamdhip64 -lstdc++ -lm
 
 NVCC_FLAGS := -MMD -MP -x cu -std=c++17 -O3 -g -DGP_BUILD_CUDA -Iinclude -Isrc -I. $(CUDA_GENCODE) \
               -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
@@ -259,6 +268,15 @@ $(foreach b,cpu cuda hip,$(eval $(call BACKEND_OUTPUTS,$(b))))
 bin/gpuport: bin/gpuport-$(BACKEND)
 	ln -sf gpuport-$(BACKEND) $@
 
+# The cpu library built with ASan+UBSan (the objects of tests-cpu-san), installed beside
+# the plain one: `gpuport-cc --sanitize` links it, so that AddressSanitizer sees the
+# redzones of GP_SHARED arrays in the block arenas the library hands out.
+lib/libgpuport-cpu-san.so.$(VERSION): $(OBJ_cpu-san) scripts/exports.sh
+	@mkdir -p lib
+	$(CC) -shared $(SAN_FLAGS) -Wl,-soname,libgpuport-cpu-san.so.$(VERSION_MAJOR) -o $@ $(OBJ_cpu-san) $(LIBS_cpu)
+	ln -sf libgpuport-cpu-san.so.$(VERSION) lib/libgpuport-cpu-san.so.$(VERSION_MAJOR)
+	ln -sf libgpuport-cpu-san.so.$(VERSION_MAJOR) lib/libgpuport-cpu-san.so
+
 # Runtime compilation (src/program.c) falls back to the headers of this source tree when
 # the library is neither installed nor next to an include/ directory.
 $(foreach v,cpu cpu-san cpu-tsan cuda hip,build/$(v)/src/program.o): BASE_CFLAGS += -DGP__SOURCE_INCLUDE_DIR='"$(CURDIR)/include"'
@@ -349,6 +367,7 @@ test: backend-$(BACKEND) tests-cpu-san bin/gpuport model mpi
 	-BACKEND=$(BACKEND) MINILM_MODEL_DIR=$(MODEL_DIR) GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh build/$(BACKEND)/test bin/gpuport-$(BACKEND) bin/examples-$(BACKEND)
 	-BACKEND=cpu SAN=1 MINILM_MODEL_DIR=$(MODEL_DIR) GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh build/cpu-san/test
 	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "porting test" sh test/port/check.sh lib)
+	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "gpuport-cc, pkg-config and CMake helper" sh test/cc/check.sh)
 	$(if $(filter cpu,$(BACKEND)),-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "telemetry exporter" sh test/telemetry/exporter.sh bin/gpuport-cpu)
 	$(if $(and $(MPICC),$(MPIRUN)),-BACKEND=$(BACKEND) GP_TEST_TALLY=$(TEST_TALLY) GP_TEST_TIMEOUT=900 sh test/run.sh --run "MPI test" sh test/mpi/run.sh $(MPIRUN) build/mpi/test_comm_mpi,-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "MPI test (mpicc or mpirun not found)" sh -c 'exit 77')
 	-GP_TEST_TALLY=$(TEST_TALLY) sh test/run.sh --run "dlopen where static TLS is scarce" sh test/tls/check.sh lib/libgpuport-$(BACKEND).so
@@ -448,8 +467,10 @@ model:
 # ---- install: headers, libraries, tools, pkg-config and CMake package files ----------
 # The .pc files are written at install time, so they carry the PREFIX installed to.
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@BACKEND@|$(1)|g' \
-              -e 's|@LIBS_PRIVATE@|$(LIBS_$(1))|g' pkgconfig/gpuport-backend.pc.in
-install: all $(foreach b,$(BACKENDS),backend-$(b))
+              -e 's|@LIBS_PRIVATE@|$(LIBS_$(1))|g' -e 's|@LIBS_PUBLIC@|$(LIBS_PUBLIC_$(1))|g' pkgconfig/gpuport-backend.pc.in
+# With the cpu backend: its sanitizer build too (gpuport-cc --sanitize).
+SAN_LIB := $(if $(filter cpu,$(BACKENDS)),lib/libgpuport-cpu-san.so.$(VERSION))
+install: all $(foreach b,$(BACKENDS),backend-$(b)) $(SAN_LIB)
 	install -d $(DESTDIR)$(PREFIX)/include/gpuport $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/cmake/gpuport
 	install -m 644 include/gpuport.h $(DESTDIR)$(PREFIX)/include/
@@ -462,6 +483,11 @@ install: all $(foreach b,$(BACKENDS),backend-$(b))
 	  install -m 755 bin/gpuport-$$b $(DESTDIR)$(PREFIX)/bin/ || exit 1; \
 	done
 	install -m 755 scripts/gpuport-port $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@DEFAULT_BACKEND@|$(BACKEND)|g' scripts/gpuport-cc > $(DESTDIR)$(PREFIX)/bin/gpuport-cc
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/gpuport-cc
+	$(if $(SAN_LIB),install -m 755 $(SAN_LIB) $(DESTDIR)$(PREFIX)/lib/ && \
+	  ln -sf libgpuport-cpu-san.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuport-cpu-san.so.$(VERSION_MAJOR) && \
+	  ln -sf libgpuport-cpu-san.so.$(VERSION_MAJOR) $(DESTDIR)$(PREFIX)/lib/libgpuport-cpu-san.so)
 	$(foreach b,$(BACKENDS),$(call PC_SED,$(b)) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport-$(b).pc;)
 	$(call PC_SED,$(BACKEND)) | sed -e 's|^Name: .*|Name: gpuport|' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuport.pc
 	ln -sf gpuport-$(BACKEND) $(DESTDIR)$(PREFIX)/bin/gpuport
@@ -474,6 +500,7 @@ install: all $(foreach b,$(BACKENDS),backend-$(b))
 	  pkgconfig/gpuportConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/gpuport/gpuportConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|g' pkgconfig/gpuportConfigVersion.cmake.in \
 	  > $(DESTDIR)$(PREFIX)/lib/cmake/gpuport/gpuportConfigVersion.cmake
+	install -m 644 pkgconfig/gpuportDialect.cmake $(DESTDIR)$(PREFIX)/lib/cmake/gpuport/
 
 docs:
 	@mkdir -p build/docs

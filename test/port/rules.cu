@@ -57,3 +57,9 @@ int main() {
 }
 
 __global__ void kernelDeclaredFirst(int *out) { out[threadIdx.x] = warpSize; }
+
+void afterDirective(float **p) {
+#ifdef SOME_FLAG
+#endif
+  cudaMalloc(p, 4);
+}
