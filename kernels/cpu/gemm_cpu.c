@@ -258,6 +258,26 @@ static gp_status_t run_packed(const gp__gemm_params_t *p) {
   return GP_SUCCESS;
 }
 
+/* The direct path's activation over columns [c0, c1) of one batch entry's C. */
+typedef struct activate_job {
+  const gp__gemm_params_t *p;
+  float *c;
+} activate_job_t;
+
+static void activate_cols(void *ctx, int64_t c0, int64_t c1) {
+  const activate_job_t *a = (const activate_job_t *)ctx;
+  const gp__gemm_params_t *p = a->p;
+  const bool along_m = p->bias_along_m != 0;
+  for (int64_t j = c0; j < c1; j++) {
+    const float bj = along_m ? 0.0f : gp__elem_load(p->bias, p->bias_type, j);
+    float *col = a->c + j * p->ldc;
+    for (int64_t i = 0; i < p->m; i++)
+      col[i] = gp__gemm_activate(p->epilogue, col[i], along_m ? gp__elem_load(p->bias, p->bias_type, i) : bj);
+  }
+}
+
+static void parallel_ranges(void (*fn)(void *, int64_t, int64_t), void *ctx, int64_t items, int64_t work_per_item);
+
 static gp_status_t run_direct(const gp__gemm_params_t *p) {
   for (int64_t z = 0; z < p->batch; z++) {
     const float *a = (const float *)p->a + z * p->stride_a;
@@ -269,18 +289,12 @@ static gp_status_t run_direct(const gp__gemm_params_t *p) {
                 p->trans_b ? CblasTrans : CblasNoTrans, (blasint)p->m, (blasint)p->n, (blasint)p->k,
                 p->alpha, a, (blasint)p->lda, b, (blasint)p->ldb, p->beta, c, (blasint)p->ldc);
     if (p->epilogue != GP_EPILOGUE_NONE) {
-      const bool along_m = p->bias_along_m != 0;
-      for (int64_t j = 0; j < p->n; j++) {
-        const float bj = along_m ? 0.0f : gp__elem_load(p->bias, p->bias_type, j);
-        float *col = c + j * p->ldc;
-        for (int64_t i = 0; i < p->m; i++)
-          col[i] = gp__gemm_activate(p->epilogue, col[i], along_m ? gp__elem_load(p->bias, p->bias_type, i) : bj);
-      }
+      activate_job_t job = {p, c};
+      parallel_ranges(activate_cols, &job, p->n, p->m);
     }
   }
   return GP_SUCCESS;
 }
-
 
 /* ---- f16/bf16 to f32 ---------------------------------------------------------------- */
 
