@@ -990,11 +990,11 @@ START_TEST(test_every_kernel) {
     cs.id = id++;
     run_case(&cs);
   }
-  const int host_modes[4] = {MODE_PORTABLE, MODE_DEFAULT, MODE_DEFAULT, MODE_PACKED};
-  for (int v = 0; v < 4; v++) { /* portable; host direct (f32), scale-only (k = 0), packed */
+  const int host_modes[5] = {MODE_PORTABLE, MODE_DEFAULT, MODE_DEFAULT, MODE_PACKED, MODE_DEFAULT};
+  for (int v = 0; v < 5; v++) { /* portable; host direct (f32), scale-only (k = 0), packed, bf16 */
     set_mode(host_modes[v]);
     gemm_case_t cs = base_case();
-    cs.ab = cs.c = v == 0 ? GP_BF16 : GP_F32;
+    cs.ab = cs.c = v == 0 || v == 4 ? GP_BF16 : GP_F32;
     if (v == 2) { cs.k = 0; cs.null_ab = true; }
     cs.id = id++;
     run_case(&cs);
