@@ -35,6 +35,8 @@ typedef struct bench_opts {
   bool json;
   int64_t m, n, k;                              /* gemm */
   bool tf32;                                    /* gemm: f32 with GP_COMPUTE_TF32 */
+  bool ta, tb;                                  /* gemm: --trans: op(A), op(B) transposed */
+  bool as_user;                                 /* gemm: host-timed calls on fresh outputs */
   int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
   int64_t causal;                               /* -1: both */
   bool backward;                                /* attention: time gp_attention_bwd */
@@ -133,8 +135,11 @@ static gp_status_t filled(void **dev, gp_dtype_t t, size_t n) {
   return s;
 }
 
-/* What the GEMM anchor of this backend is (the figures' right-hand column). */
+/* What the GEMM anchor of this backend is (the figures' right-hand column); a CPU GEMM
+ * row names its own (sgemm, or conversion + sgemm for f16/bf16). */
+static const char *g_anchor_name;
 static const char *anchor_name(void) {
+  if (g_anchor_name) return g_anchor_name;
   return gp_backend() == GP_BACKEND_CPU ? "OpenBLAS cblas_sgemm" : tool_vendor_gemm_name();
 }
 
@@ -178,13 +183,15 @@ typedef struct gemm_ctx {
   gp_dtype_t t;
   bool tf32;
   void *a, *b, *c;
+  bool ta, tb; /* row-major op(A), op(B) */
 } gemm_ctx_t;
 
 static gp_status_t run_gemm(void *p, gp_stream_t s) {
   gemm_ctx_t *g = p;
+  const int64_t lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
   if (!g->tf32)
-    return gp_gemm(s, GP_ROW_MAJOR, GP_OP_N, GP_OP_N, g->m, g->n, g->k, 1.0f, g->a, g->t, g->k,
-                   g->b, g->t, g->n, 0.0f, g->c, g->t, g->n);
+    return gp_gemm(s, GP_ROW_MAJOR, g->ta ? GP_OP_T : GP_OP_N, g->tb ? GP_OP_T : GP_OP_N, g->m, g->n, g->k, 1.0f,
+                   g->a, g->t, lda, g->b, g->t, ldb, 0.0f, g->c, g->t, g->n);
   gp_gemm_desc_t d;
   gp_gemm_desc_init(&d);
   d.m = g->m, d.n = g->n, d.k = g->k;
@@ -201,37 +208,176 @@ static gp_status_t run_vendor_gemm(void *p, gp_stream_t s) {
   return tool_vendor_gemm(s, g->m, g->n, g->k, g->t, g->tf32, g->a, g->b, g->c);
 }
 
-/* cblas_sgemm on the same shape, host-timed: median TFLOP/s. */
-static double anchor_tflops(const bench_opts_t *o, int64_t m, int64_t n, int64_t k) {
-  tool_sgemm_fn sgemm = tool_anchor_sgemm();
-  if (!sgemm || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return 0; /* CBLAS ints */
-  float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
-  double *ms = calloc((size_t)o->iters, sizeof(double)), med = 0;
-  if (a && b && c && ms) {
-    for (int64_t i = 0; i < m * k; i++) a[i] = 0.01f * (float)(i % 97 - 48);
-    for (int64_t i = 0; i < k * n; i++) b[i] = 0.01f * (float)(i % 89 - 44);
-    for (int64_t i = 0; i < o->warmup; i++) sgemm((int)m, (int)n, (int)k, 1, a, (int)k, b, (int)n, 0, c, (int)n);
-    for (int64_t i = 0; i < o->iters; i++) {
-      double t0 = tool_now_ms();
-      sgemm((int)m, (int)n, (int)k, 1, a, (int)k, b, (int)n, 0, c, (int)n);
-      ms[i] = tool_now_ms() - t0;
+/* The CPU anchor: OpenBLAS cblas_sgemm on the same product, host-timed; for f16/bf16
+ * operands the anchor is what a caller without gpuport does: convert both operands to
+ * f32 (a plain loop, counted in the time), then cblas_sgemm. */
+typedef struct cpu_anchor {
+  tool_sgemm_t_fn sgemm;
+  const void *ha, *hb; /* the operands as stored, in the product's type */
+  float *fa, *fb, *c;
+  size_t na, nb;
+} cpu_anchor_t;
+
+static const char *cpu_anchor_name(gp_dtype_t t) {
+  return t == GP_F32 ? "OpenBLAS cblas_sgemm" : "OpenBLAS convert+sgemm";
+}
+
+static void to_f32(float *dst, const void *src, gp_dtype_t t, size_t n) {
+  if (t == GP_F32) return;
+  for (size_t i = 0; i < n; i++)
+    dst[i] = t == GP_F16 ? gp_f32_from_f16(((const gp_f16_t *)src)[i]) : gp_f32_from_bf16(((const gp_bf16_t *)src)[i]);
+}
+
+static double cpu_anchor_run(const cpu_anchor_t *x, const gemm_ctx_t *g) {
+  const double t0 = tool_now_ms();
+  to_f32(x->fa, x->ha, g->t, x->na);
+  to_f32(x->fb, x->hb, g->t, x->nb);
+  const int lda = (int)(g->ta ? g->m : g->k), ldb = (int)(g->tb ? g->k : g->n);
+  x->sgemm(g->ta, g->tb, (int)g->m, (int)g->n, (int)g->k, 1, x->fa, lda, x->fb, ldb, 0, x->c, (int)g->n);
+  return tool_now_ms() - t0;
+}
+
+/* gpuport's runs (event-timed, or with as_user host-timed from the call to the stream's
+ * end on a fresh output each time, as a program calling gp_gemm once sees it) and the
+ * CPU anchor's, alternated run by run so both see the same machine; medians. */
+static gp_status_t paired_runs(const bench_opts_t *o, const char *shape, gemm_ctx_t *g, const cpu_anchor_t *x,
+                               gp_stream_t s, double *ms, double *anchor_ms) {
+  double *t = calloc((size_t)o->iters, sizeof(double)), *u = calloc((size_t)o->iters, sizeof(double));
+  gp_status_t st = t && u ? GP_SUCCESS : GP_ERROR_OUT_OF_MEMORY;
+  const size_t nc = (size_t)(g->m * g->n) * gp_dtype_size(g->t);
+  if (!o->as_user)
+    for (int64_t i = 0; i < o->warmup && st == GP_SUCCESS; i++) {
+      st = run_gemm(g, s);
+      if (st == GP_SUCCESS) st = gp_stream_synchronize(s);
+      if (x && x->sgemm) (void)cpu_anchor_run(x, g);
     }
-    med = tool_median(ms, (int)o->iters);
+  for (int64_t i = 0; i < o->iters && st == GP_SUCCESS; i++) {
+    if (o->as_user) {
+      void *c = NULL, *keep = g->c;
+      const double t0 = tool_now_ms();
+      st = gp_malloc(&c, nc);
+      g->c = c;
+      if (st == GP_SUCCESS) st = run_gemm(g, s);
+      if (st == GP_SUCCESS) st = gp_stream_synchronize(s);
+      t[i] = tool_now_ms() - t0;
+      g->c = keep;
+      gp_free(c);
+    } else {
+      st = tool_time_runs(1, 0, shape, run_gemm, g, s, &t[i]);
+    }
+    if (x && x->sgemm) u[i] = cpu_anchor_run(x, g);
   }
-  free(a), free(b), free(c), free(ms);
-  return med > 0 ? 2e-9 * (double)m * (double)n * (double)k / med : 0;
+  if (st == GP_SUCCESS) {
+    *ms = tool_median(t, (int)o->iters);
+    *anchor_ms = x && x->sgemm ? tool_median(u, (int)o->iters) : 0;
+  }
+  free(t), free(u);
+  return st;
+}
+
+/* Host copies of the operands filled as filled() fills the device's. */
+static void *host_filled(gp_dtype_t t, size_t n) {
+  const size_t es = gp_dtype_size(t);
+  unsigned char *h = malloc(n * es);
+  for (size_t i = 0; h && i < n; i++) {
+    float v = 0.01f * (float)((int)(i % 97) - 48);
+    if (t == GP_F32) memcpy(h + i * 4, &v, 4);
+    if (t == GP_F16) ((gp_f16_t *)h)[i] = gp_f16_from_f32(v);
+    if (t == GP_BF16) ((gp_bf16_t *)h)[i] = gp_bf16_from_f32(v);
+  }
+  return h;
+}
+
+/* One shape and type: gpuport's median ms and the anchor's (0 when none). */
+static int gemm_one(const bench_opts_t *o, gp_stream_t s, int64_t m, int64_t n, int64_t k, gp_dtype_t t,
+                    bool quiet, double *out_ms) {
+  int rc = 0;
+  const bool cpu = gp_backend() == GP_BACKEND_CPU;
+  const bool vendor = !cpu && !tool_vendor_gemm_unavailable();
+  size_t na, nb, nc;
+  if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1)) return 2;
+  gemm_ctx_t g = {m, n, k, t, o->tf32, NULL, NULL, NULL, o->ta, o->tb};
+  cpu_anchor_t x = {0};
+  char shape[64];
+  snprintf(shape, sizeof shape, "%lldx%lldx%lld%s%s", (long long)m, (long long)n, (long long)k,
+           o->ta || o->tb ? " " : "", o->ta || o->tb ? (o->ta ? (o->tb ? "TT" : "TN") : "NT") : "");
+  double ms = 0, ams = 0, anchor = 0;
+  nc = (size_t)(m * n) * gp_dtype_size(t);
+  TOOL_TRY(filled(&g.a, t, na));
+  TOOL_TRY(filled(&g.b, t, nb));
+  TOOL_TRY(gp_malloc(&g.c, nc));
+  if (cpu && !quiet && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) {
+    x.sgemm = tool_anchor_sgemm_t();
+    x.na = na, x.nb = nb;
+    x.ha = host_filled(t, na), x.hb = host_filled(t, nb);
+    x.fa = t == GP_F32 ? (float *)x.ha : malloc(na * 4);
+    x.fb = t == GP_F32 ? (float *)x.hb : malloc(nb * 4);
+    x.c = malloc((size_t)(m * n) * 4);
+    if (!x.ha || !x.hb || !x.fa || !x.fb || !x.c) x.sgemm = NULL;
+  }
+  TOOL_TRY(paired_runs(o, shape, &g, &x, s, &ms, &ams));
+  *out_ms = ms;
+  if (!quiet) {
+    const double flop = 2e-9 * (double)m * (double)n * (double)k;
+    const char *note = !cpu && !vendor ? tool_vendor_gemm_unavailable() : NULL;
+    char failed[96];
+    if (ams > 0) anchor = flop / ams;
+    if (vendor) {
+      /* A vendor call that fails (no algorithm for the shape) empties the column only. */
+      double vms = 0;
+      gp_status_t vst = time_runs(o, shape, run_vendor_gemm, &g, s, &vms);
+      if (vst == GP_SUCCESS) anchor = flop / vms;
+      snprintf(failed, sizeof failed, "failed on this shape (%s)", gp_status_name(vst));
+      if (vst != GP_SUCCESS) note = failed, anchor = 0;
+    }
+    g_anchor_name = cpu ? cpu_anchor_name(t) : NULL;
+    result(o, "gemm", shape, g.tf32 ? "tf32" : gp_dtype_name(g.t), ms, "tflops", flop / ms, anchor,
+           anchor > 0 ? (flop / ms) / anchor : 0, note);
+    g_anchor_name = NULL;
+  }
+out:
+  gp_free(g.a), gp_free(g.b), gp_free(g.c);
+  if (x.fa != x.ha) free(x.fa);
+  if (x.fb != x.hb) free(x.fb);
+  free((void *)x.ha), free((void *)x.hb), free(x.c);
+  return rc;
+}
+
+/* The scaling exponent of time over work (m n k) on cubes from 256 to 1024. */
+static int gemm_sweep(const bench_opts_t *o, gp_stream_t s, gp_dtype_t t) {
+  const int64_t sizes[5] = {256, 384, 512, 768, 1024};
+  double work[5], ms[5];
+  for (int i = 0; i < 5; i++) {
+    int rc = gemm_one(o, s, sizes[i], sizes[i], sizes[i], t, true, &ms[i]);
+    if (rc) return rc;
+    work[i] = (double)sizes[i] * (double)sizes[i] * (double)sizes[i];
+  }
+  char kern[512] = "";
+  tool_kname_take(kern, sizeof kern);
+  const double e = tool_fit_exponent(work, ms, 5);
+  if (o->json)
+    printf("%s\n    {\"bench\": \"gemm-scaling\", \"dtype\": \"%s\", \"sizes\": \"256..1024 cubes\", "
+           "\"exponent\": %.3f, \"ms\": [%.3f, %.3f, %.3f, %.3f, %.3f]}",
+           n_results ? "," : "", gp_dtype_name(t), e, ms[0], ms[1], ms[2], ms[3], ms[4]);
+  else
+    printf("scaling    %s n^3 for n = 256..1024: time ~ (m n k)^%.2f (1.00 is linear in the work; "
+           "ms %.2f %.2f %.2f %.2f %.2f)\n", gp_dtype_name(t), e, ms[0], ms[1], ms[2], ms[3], ms[4]);
+  n_results++;
+  return 0;
 }
 
 static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   /* GPUs: 4096^3 and 8192^3, then the Llama-3-8B projections for 4096 tokens (tokens x
    * out x in): fused QKV (4096 + 2 x 1024 outputs), fused gate and up (2 x 14336), down.
-   * The CPU: 1024^3 and the down projection's aspect at a quarter of each size. */
+   * The CPU: 1024^3, the down projection's aspect at a quarter of each size, and the
+   * all-MiniLM-L6-v2 up-projection of a 64 x 64-token batch (4096 x 1536 x 384). */
   int64_t gpu[5][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 6144, 4096},
                        {4096, 28672, 4096}, {4096, 4096, 14336}};
-  int64_t cpu[2][3] = {{1024, 1024, 1024}, {512, 1024, 3584}};
+  int64_t cpu[3][3] = {{1024, 1024, 1024}, {512, 1024, 3584}, {4096, 1536, 384}};
   int64_t (*shapes)[3] = gp_backend() == GP_BACKEND_CPU ? cpu : gpu, custom[1][3] = {{o->m, o->n, o->k}};
-  int nshapes = gp_backend() == GP_BACKEND_CPU ? 2 : 5;
-  if (o->m || o->n || o->k) {
+  int nshapes = gp_backend() == GP_BACKEND_CPU ? 3 : 5;
+  const bool custom_shape = o->m || o->n || o->k;
+  if (custom_shape) {
     if (!o->m || !o->n || !o->k) {
       fprintf(stderr, "gpuport bench gemm: give all of --m, --n, --k\n");
       return 2;
@@ -242,45 +388,20 @@ static int bench_gemm(const bench_opts_t *o, gp_stream_t s) {
   int ntypes = gp_backend() == GP_BACKEND_CPU ? 2 : 1;
   if (o->dtype) types[0] = parse_dtype(o->dtype), ntypes = 1;
   if (o->tf32) types[0] = GP_F32, ntypes = 1;
-  const bool vendor = gp_backend() != GP_BACKEND_CPU && !tool_vendor_gemm_unavailable();
-  if (gp_backend() != GP_BACKEND_CPU && !vendor)
+  if (gp_backend() != GP_BACKEND_CPU && tool_vendor_gemm_unavailable())
     fprintf(stderr, "gpuport bench gemm: no vendor anchor: %s\n", tool_vendor_gemm_unavailable());
-  int rc = 0;
-  for (int i = 0; i < nshapes; i++) {
-    int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-    size_t na, nb, nc;
-    if (!elements(&na, m, k, 1, 1) || !elements(&nb, k, n, 1, 1) || !elements(&nc, m, n, 4, 1))
-      return 2;
-    double anchor = gp_backend() == GP_BACKEND_CPU ? anchor_tflops(o, m, n, k) : 0;
+  for (int i = 0; i < nshapes; i++)
     for (int j = 0; j < ntypes; j++) {
-      gemm_ctx_t g = {m, n, k, types[j], o->tf32, NULL, NULL, NULL};
-      char shape[64];
-      snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
-      double ms = 0;
-      nc = (size_t)(m * n) * gp_dtype_size(g.t); /* at most the f32 size checked above */
-      TOOL_TRY(filled(&g.a, g.t, na));
-      TOOL_TRY(filled(&g.b, g.t, nb));
-      TOOL_TRY(gp_malloc(&g.c, nc));
-      TOOL_TRY(time_runs(o, shape, run_gemm, &g, s, &ms));
-      double tf = 2e-9 * (double)m * (double)n * (double)k / ms;
-      const char *note = gp_backend() != GP_BACKEND_CPU && !vendor ? tool_vendor_gemm_unavailable() : NULL;
-      char failed[96];
-      if (vendor) {
-        /* A vendor call that fails (no algorithm for the shape) empties the column only. */
-        double vms = 0;
-        gp_status_t vst = time_runs(o, shape, run_vendor_gemm, &g, s, &vms);
-        if (vst == GP_SUCCESS) anchor = 2e-9 * (double)m * (double)n * (double)k / vms;
-        snprintf(failed, sizeof failed, "failed on this shape (%s)", gp_status_name(vst));
-        if (vst != GP_SUCCESS) note = failed, anchor = 0;
-      }
-      result(o, "gemm", shape, g.tf32 ? "tf32" : gp_dtype_name(g.t), ms, "tflops", tf, anchor,
-             anchor > 0 ? tf / anchor : 0, note);
-    out:
-      gp_free(g.a), gp_free(g.b), gp_free(g.c);
+      double ms;
+      int rc = gemm_one(o, s, shapes[i][0], shapes[i][1], shapes[i][2], types[j], false, &ms);
       if (rc) return rc;
     }
-  }
-  return rc;
+  if (gp_backend() == GP_BACKEND_CPU && !custom_shape && !o->as_user)
+    for (int j = 0; j < ntypes; j++) {
+      int rc = gemm_sweep(o, s, types[j]);
+      if (rc) return rc;
+    }
+  return 0;
 }
 
 /* ---- attention -------------------------------------------------------------------------- */
@@ -506,11 +627,16 @@ static const char bench_usage[] =
     "             (collectives, nccl-tests' sizes and bandwidths: gpuport bench allreduce --help)\n"
     "  common:    --iters N (median of N timed runs)  --warmup N  --json\n"
     "  gemm:      --m M --n N --k K  --dtype f32|f16|bf16 | --tf32   (row-major C = A B;\n"
-    "             --tf32: f32 inputs with GP_COMPUTE_TF32)\n"
+    "             --tf32: f32 inputs with GP_COMPUTE_TF32)  --trans NN|NT|TN|TT (op(A), op(B))\n"
+    "             --as-user: each call timed on the host from gp_gemm to the stream's end,\n"
+    "             on a freshly allocated output, as a program calling gp_gemm sees it\n"
     "             default (GPU): bf16 at 4096^3, 8192^3 and the Llama-3-8B projections for\n"
     "             4096 tokens (4096x6144x4096, 4096x28672x4096, 4096x4096x14336), beside\n"
     "             cuBLAS on the cuda backend, hipBLASLt on the hip backend (when installed);\n"
-    "             1024x1024x1024 and 512x1024x3584, bf16 and f32, with the OpenBLAS anchor (CPU)\n"
+    "             1024x1024x1024, 512x1024x3584 and 4096x1536x384, bf16 and f32 (CPU), each\n"
+    "             run alternated with the OpenBLAS anchor (cblas_sgemm; for bf16/f16 the\n"
+    "             operands converted to f32 in the timed run, then cblas_sgemm), then the\n"
+    "             fitted scaling exponent over cubes 256..1024\n"
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
     "             --deterministic 0|1 (backward)\n"
@@ -583,6 +709,16 @@ int tool_bench(int argc, char **argv) {
       o.backward = true;
     else if (!strcmp(argv[i], "--tf32"))
       o.tf32 = true;
+    else if (!strcmp(argv[i], "--as-user"))
+      o.as_user = true;
+    else if (!strcmp(argv[i], "--trans") && i + 1 < argc) {
+      const char *t = argv[++i];
+      if (strlen(t) != 2 || !strchr("NT", t[0]) || !strchr("NT", t[1])) {
+        fprintf(stderr, "gpuport bench: --trans takes NN, NT, TN or TT\n");
+        return 2;
+      }
+      o.ta = t[0] == 'T', o.tb = t[1] == 'T';
+    }
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       o.dtype = argv[++i];
     else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||
@@ -650,11 +786,17 @@ int tool_bench(int argc, char **argv) {
     printf("{\n  \"backend\": \"%s\", \"device\": ", gp_backend_name());
     tool_json_str(p.name);
     printf(", \"iters\": %lld, ", (long long)o.iters);
+    if (!strcmp(what, "gemm") && tool_openblas_config()) {
+      printf("\"openblas\": ");
+      tool_json_str(tool_openblas_config());
+      printf(", ");
+    }
     if (o.paged) printf("\"paged\": true, \"seed\": %llu, ", (unsigned long long)o.pg.seed);
     printf("\"results\": [");
   } else {
     printf("gpuport bench %s%s: backend %s, device %d (%s), median of %lld runs\n", what,
            o.paged ? " --paged" : "", gp_backend_name(), dev, p.name, (long long)o.iters);
+    if (!strcmp(what, "gemm") && tool_openblas_config()) printf("OpenBLAS: %s\n", tool_openblas_config());
   }
   rc = fn(&o, s);
   if (o.json) printf("\n  ]\n}\n");

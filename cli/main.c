@@ -199,6 +199,22 @@ static void anchor_sgemm(int m, int n, int k, float alpha, const float *a, int l
   anchor(101, 111, 111, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/* CblasTrans = 112 */
+static void anchor_sgemm_t(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
+                           const float *b, int ldb, float beta, float *c, int ldc) {
+  anchor(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+tool_sgemm_t_fn tool_anchor_sgemm_t(void) { return tool_anchor_sgemm() ? anchor_sgemm_t : NULL; }
+
+const char *tool_openblas_config(void) {
+  typedef char *(*config_fn)(void);
+  config_fn f;
+  void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
+  memcpy(&f, &sym, sizeof f);
+  return f ? f() : NULL;
+}
+
 /* Looked up at run time: the CPU library brings OpenBLAS into the process, and the
  * program is linked against the library alone. */
 tool_sgemm_fn tool_anchor_sgemm(void) {
@@ -210,4 +226,6 @@ tool_sgemm_fn tool_anchor_sgemm(void) {
 }
 #else
 tool_sgemm_fn tool_anchor_sgemm(void) { return NULL; }
+tool_sgemm_t_fn tool_anchor_sgemm_t(void) { return NULL; }
+const char *tool_openblas_config(void) { return NULL; }
 #endif

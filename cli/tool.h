@@ -107,6 +107,12 @@ gp_status_t tool_upload(void **dev, const void *host, size_t bytes);
 typedef void (*tool_sgemm_fn)(int m, int n, int k, float alpha, const float *a, int lda,
                               const float *b, int ldb, float beta, float *c, int ldc);
 tool_sgemm_fn tool_anchor_sgemm(void);
+/* The same with op(A), op(B) (row-major; ta, tb: transposed); NULL where there is none. */
+typedef void (*tool_sgemm_t_fn)(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
+                                const float *b, int ldb, float beta, float *c, int ldc);
+tool_sgemm_t_fn tool_anchor_sgemm_t(void);
+/* openblas_get_config() of the OpenBLAS in the process (its version and build), or NULL. */
+const char *tool_openblas_config(void);
 
 /* The anchor for GPU GEMM figures (anchor_blas.c): the vendor BLAS, loaded on first use.
  * tool_vendor_gemm_name: "cuBLAS" or "hipBLASLt", or NULL where there is none; _unavailable: NULL when

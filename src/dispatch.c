@@ -20,8 +20,8 @@ const char *gp__op_name(gp__op_t op) { return (unsigned)op < GP__OP_COUNT ? k_op
 
 /* ---- CPU modes --------------------------------------------------------------------------- */
 
-static const char *const k_mode_names[GP__CPU_MODE_COUNT] = {"host", "packed", "portable",
-                                                              "sm80", "sm90a", "mfma"};
+static const char *const k_mode_names[GP__CPU_MODE_COUNT] = {"host", "packed", "portable", "sm80",
+                                                              "sm90a", "mfma", "convert", "sbgemm"};
 
 const char *gp__cpu_mode_name(gp__cpu_mode_t mode) {
   return (unsigned)mode < GP__CPU_MODE_COUNT ? k_mode_names[mode] : "?";
@@ -33,8 +33,10 @@ static const char *const k_var_names[VAR_COUNT] = {"GP_CPU_GEMM", "GP_CPU_ATTENT
 
 static int var_of(gp__op_t op) { return op == GP__OP_GEMM ? VAR_GEMM : VAR_ATTENTION; }
 
-/* Whether the variable has mode m (packed is GEMM's alone). */
-static bool var_has(int var, gp__cpu_mode_t m) { return m != GP__CPU_PACKED || var == VAR_GEMM; }
+/* Whether the variable has mode m (packed, convert and sbgemm are GEMM's alone). */
+static bool var_has(int var, gp__cpu_mode_t m) {
+  return (m != GP__CPU_PACKED && m != GP__CPU_CONVERT && m != GP__CPU_SBGEMM) || var == VAR_GEMM;
+}
 
 /* Parses one variable's value: the mode names, and "openblas" for GEMM's host. */
 static bool parse_mode(int var, const char *s, gp__cpu_mode_t *out) {
@@ -88,12 +90,44 @@ void gp__cpu_mode_set(gp__op_t op, int mode) {
   atomic_store_explicit(&g_override[v], mode, memory_order_relaxed);
 }
 
+/* ---- f16/bf16 conversion ------------------------------------------------------------------ */
+
+static const char *const k_convert_names[GP__CONVERT_COUNT] = {"auto", "vector", "scalar"};
+static pthread_once_t g_convert_once = PTHREAD_ONCE_INIT;
+static gp__cpu_convert_t g_convert_env;
+static atomic_int g_convert_override = -1;
+
+static void read_convert_env(void) {
+  const char *e = getenv("GP_CPU_CONVERT");
+  g_convert_env = GP__CONVERT_AUTO;
+  if (e == NULL || *e == '\0') return;
+  for (int m = 0; m < GP__CONVERT_COUNT; m++)
+    if (strcmp(e, k_convert_names[m]) == 0) {
+      g_convert_env = (gp__cpu_convert_t)m;
+      return;
+    }
+  GP__WARN(GP__SUB_ALL, "GP_CPU_CONVERT=%s is not one of auto, vector, scalar: using auto", e);
+}
+
+gp__cpu_convert_t gp__cpu_convert(void) {
+  const int o = atomic_load_explicit(&g_convert_override, memory_order_relaxed);
+  if (o >= 0) return (gp__cpu_convert_t)o;
+  pthread_once(&g_convert_once, read_convert_env);
+  return g_convert_env;
+}
+
+void gp__cpu_convert_set(int mode) {
+  atomic_store_explicit(&g_convert_override, mode >= 0 && mode < GP__CONVERT_COUNT ? mode : -1,
+                        memory_order_relaxed);
+}
+
 /* ---- which families run here --------------------------------------------------------------- */
 
 /* cpu backend: the families mode m enables (src/dispatch.h, gp__cpu_mode_t). */
 static bool cpu_enables(gp__cpu_mode_t m, gp__family_t f) {
   switch (f) {
-    case GP__FAMILY_HOST: return m == GP__CPU_HOST || m == GP__CPU_PACKED;
+    case GP__FAMILY_HOST:
+      return m == GP__CPU_HOST || m == GP__CPU_PACKED || m == GP__CPU_CONVERT || m == GP__CPU_SBGEMM;
     case GP__FAMILY_SM90A: return m == GP__CPU_SM90A;
     case GP__FAMILY_SM80: return m == GP__CPU_SM80 || m == GP__CPU_SM90A;
     case GP__FAMILY_MFMA: return m == GP__CPU_MFMA;

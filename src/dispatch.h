@@ -66,6 +66,10 @@ typedef enum gp__family {
  * gpuport program"). Each enables some families on the cpu backend:
  *   host      (default; "openblas" is an alias for GEMM) the host implementation;
  *   packed    (GEMM only) the host GEMM, always through f32 tiles converted in scratch;
+ *   convert   (GEMM only) the host GEMM; f16/bf16 operands always converted to f32 and
+ *             multiplied with cblas_sgemm (host measures once whether cblas_sbgemm is
+ *             faster for bf16 on this machine and takes the faster);
+ *   sbgemm    (GEMM only) the host GEMM; bf16 operands always through cblas_sbgemm;
  *   portable  the portable dialect kernels on the SIMT executor;
  *   sm80      the sm_80 kernels under emulation, the portable ones where they decline;
  *   sm90a     the sm_90a kernels under emulation, then sm_80, then portable (as a GPU);
@@ -77,7 +81,9 @@ typedef enum gp__cpu_mode {
   GP__CPU_SM80 = 3,
   GP__CPU_SM90A = 4,
   GP__CPU_MFMA = 5,
-  GP__CPU_MODE_COUNT = 6
+  GP__CPU_CONVERT = 6,
+  GP__CPU_SBGEMM = 7,
+  GP__CPU_MODE_COUNT = 8
 } gp__cpu_mode_t;
 
 /* The mode of op (the forward and backward of attention share GP_CPU_ATTENTION): the last
@@ -89,6 +95,21 @@ gp__cpu_mode_t gp__cpu_mode(gp__op_t op);
 void gp__cpu_mode_set(gp__op_t op, int mode);
 /* The mode's name in the vocabulary above. */
 const char *gp__cpu_mode_name(gp__cpu_mode_t mode);
+
+/* How the cpu backend converts f16/bf16 to f32 (GP_CPU_CONVERT, parsed once per process):
+ * auto (default) the widest instructions this processor has (F16C for f16, AVX2 for
+ * bf16), vector (the same; the name says what the tests force), scalar (plain C). */
+typedef enum gp__cpu_convert {
+  GP__CONVERT_AUTO = 0,
+  GP__CONVERT_VECTOR = 1,
+  GP__CONVERT_SCALAR = 2,
+  GP__CONVERT_COUNT = 3
+} gp__cpu_convert_t;
+
+/* GP_CPU_CONVERT's value, or the last gp__cpu_convert_set() (tests; < 0 returns to the
+ * variable). An unknown value warns once and means auto. */
+gp__cpu_convert_t gp__cpu_convert(void);
+void gp__cpu_convert_set(int mode);
 
 /* ---- the walk --------------------------------------------------------------------------- */
 

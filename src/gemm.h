@@ -11,6 +11,7 @@
 #ifndef GP_GEMM_H
 #define GP_GEMM_H
 
+#include "dispatch.h"
 #include "internal.h"
 #include "kernels/common/gemm_params.h"
 
@@ -23,12 +24,37 @@ extern "C" {
  * the splitting at small sizes (0 restores the real limit). */
 void gp__gemm_cpu_set_blas_limit(int64_t limit);
 
+/* The paths of the host GEMM (kernels/cpu/gemm_cpu.c says what each does). */
+typedef enum gp__gemm_cpu_path {
+  GP__GEMM_CPU_HOST = 0,    /* f32: the direct cblas_sgemm where it applies, else packed */
+  GP__GEMM_CPU_PACKED = 1,  /* f32 tiles converted in scratch (GP_CPU_GEMM=packed) */
+  GP__GEMM_CPU_CONVERT = 2, /* f16/bf16 blocks converted to f32, then cblas_sgemm */
+  GP__GEMM_CPU_SBGEMM = 3   /* bf16: cblas_sbgemm on the caller's memory */
+} gp__gemm_cpu_path_t;
+
+/* The path the product takes in GEMM's CPU mode (host, packed, convert, sbgemm). */
+gp__gemm_cpu_path_t gp__gemm_cpu_path(const gp__gemm_params_t *p, gp__cpu_mode_t mode);
 /* Enqueues the product on the (resolved) stream; runs asynchronously on the stream's
- * worker. packed: always the f32 tiles converted in scratch (GP_CPU_GEMM=packed), else
- * the direct cblas_sgemm where it applies. */
-gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p, bool packed);
-/* Name (a static string) of the path gp__gemm_cpu_enqueue takes, for the log line. */
-const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, bool packed);
+ * worker along path. */
+gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p, gp__gemm_cpu_path_t path);
+/* Name (a static string) of the kernel the path runs, for the log line and the tests. */
+const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_path_t path);
+
+/* Whether cblas_sbgemm beats conversion + cblas_sgemm for bf16 on this machine: measured
+ * once per process (the first call pays a few milliseconds), then cached; the times are
+ * those of a 512 x 512 x 384 product, in milliseconds. */
+bool gp__gemm_cpu_sbgemm_faster(void);
+/* Whether the OpenBLAS loaded defines cblas_sbgemm (GP_CPU_GEMM=sbgemm converts
+ * otherwise). */
+bool gp__gemm_cpu_sbgemm_available(void);
+void gp__gemm_cpu_sbgemm_times(double *sbgemm_ms, double *convert_ms);
+
+/* Whether f16/bf16 (type) conversions run on vector instructions (F16C, AVX2) in the
+ * current GP_CPU_CONVERT mode on this processor. */
+bool gp__cpu_convert_vector(int type);
+/* dst[0..n) = src[0..n) (f16 or bf16, type) as f32; vector: the F16C/AVX2 loop (only
+ * where gp__cpu_convert_vector(type) says the processor has it), else plain C. */
+void gp__cpu_convert_f32(float *dst, const void *src, int type, int64_t n, bool vector);
 
 #ifdef __cplusplus
 }

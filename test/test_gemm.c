@@ -115,10 +115,17 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 }
 
 static int g_mode = MODE_DEFAULT;      /* the mode set_mode() last set */
+#ifdef GP_BUILD_CPU
+static int g_half = GP__CPU_HOST;      /* the host GEMM's f16/bf16 mode: host, convert or sbgemm */
+static bool g_scalar = false;          /* GP_CPU_CONVERT=scalar forced */
+#endif
 static int64_t g_blas_limit = INT32_MAX; /* the direct cblas_sgemm's extent limit, as set */
 
 static void set_mode(int mode) {
   g_mode = mode;
+#ifdef GP_BUILD_CPU
+  g_half = GP__CPU_HOST;
+#endif
   gp__cpu_mode_set(GP__OP_GEMM, mode == MODE_SM90A      ? GP__CPU_SM90A
                                  : mode == MODE_MFMA     ? GP__CPU_MFMA
                                  : mode == MODE_SM80     ? GP__CPU_SM80
@@ -166,6 +173,18 @@ static const char *expected_kernel(const gemm_case_t *cs, const void *a, const v
   }
   if (mode == MODE_PORTABLE) return "gp__gemm_portable";
   if (!reads) return "cpu-scale-c";
+#ifdef GP_BUILD_CPU
+  if (cs->ab != GP_F32 && mode == MODE_DEFAULT) { /* f16/bf16 on the host: sbgemm or conversion */
+    const bool sb = cs->ab == GP_BF16 && gp__gemm_cpu_sbgemm_available() &&
+                    (g_half == GP__CPU_SBGEMM || (g_half == GP__CPU_HOST && gp__gemm_cpu_sbgemm_faster()));
+    if (sb) return "openblas-sbgemm";
+    __builtin_cpu_init();
+    const bool f16 = cs->ab == GP_F16;
+    const bool vec = !g_scalar && (f16 ? __builtin_cpu_supports("f16c") : __builtin_cpu_supports("avx2"));
+    snprintf(buf, len, "openblas-sgemm(%s->f32 %s)", tname, vec ? (f16 ? "f16c" : "avx2") : "scalar");
+    return buf;
+  }
+#endif
   const int64_t m = row ? cs->n : cs->m, n = row ? cs->m : cs->n, lim = g_blas_limit;
   const int64_t ldc = (row ? cs->n : cs->m) + cs->pad_c;
   if (mode == MODE_DEFAULT && cs->ab == GP_F32 && cs->c == GP_F32 && m <= lim && n <= lim && cs->k <= lim &&
@@ -971,11 +990,11 @@ START_TEST(test_every_kernel) {
     cs.id = id++;
     run_case(&cs);
   }
-  const int host_modes[4] = {MODE_PORTABLE, MODE_DEFAULT, MODE_DEFAULT, MODE_PACKED};
-  for (int v = 0; v < 4; v++) { /* portable; host direct (f32), scale-only (k = 0), packed */
+  const int host_modes[5] = {MODE_PORTABLE, MODE_DEFAULT, MODE_DEFAULT, MODE_PACKED, MODE_DEFAULT};
+  for (int v = 0; v < 5; v++) { /* portable; host direct (f32), scale-only (k = 0), packed, bf16 */
     set_mode(host_modes[v]);
     gemm_case_t cs = base_case();
-    cs.ab = cs.c = v == 0 ? GP_BF16 : GP_F32;
+    cs.ab = cs.c = v == 0 || v == 4 ? GP_BF16 : GP_F32;
     if (v == 2) { cs.k = 0; cs.null_ab = true; }
     cs.id = id++;
     run_case(&cs);
@@ -1360,6 +1379,150 @@ START_TEST(test_width64_build_runs) {
   ck_assert_ptr_eq(gp__cpu_kernel_for_width(GP_KERNEL_REF(gp__gemm_portable)), GP_KERNEL_REF(gp__gemm_portable_w64));
 }
 END_TEST
+
+/* ---- the host GEMM's f16/bf16 paths ---------------------------------------------------- */
+
+/* The conversions to f32, vector and scalar, against the reference rule (gp_f32_from_f16,
+ * gp_f32_from_bf16) for every one of the 65536 inputs, at every length remainder. */
+START_TEST(test_convert_all_values) {
+  enum { N = 65536 };
+  uint16_t *src = malloc(N * sizeof(uint16_t));
+  float *got = malloc((N + 8) * sizeof(float));
+  ck_assert(src && got);
+  for (int i = 0; i < N; i++) src[i] = (uint16_t)i;
+  const int types[2] = {GP_F16, GP_BF16};
+  for (int t = 0; t < 2; t++)
+    for (int v = 0; v < 2; v++) {
+      const bool vec = v == 1;
+      if (vec && !gp__cpu_convert_vector(types[t])) {
+        printf("  convert: no vector conversion of %s on this processor\n", dt((gp_dtype_t)types[t]));
+        continue;
+      }
+      for (int tail = 0; tail < 9; tail++) { /* lengths N - tail: every remainder of the vector loop */
+        got[N - tail] = -7.0f;
+        gp__cpu_convert_f32(got, src, types[t], N - tail, vec);
+        ck_assert_msg(got[N - tail] == -7.0f, "conversion wrote past its length");
+        for (int i = 0; i < N - tail; i++) {
+          const float want = types[t] == GP_F16 ? gp_f32_from_f16((gp_f16_t){src[i]}) : gp_f32_from_bf16((gp_bf16_t){src[i]});
+          uint32_t a, b;
+          memcpy(&a, &got[i], 4), memcpy(&b, &want, 4);
+          /* a NaN stays a NaN of the same sign and payload, quieted (F16C quiets) */
+          const bool nan_ok = isnan(want) && isnan(got[i]) && ((a ^ b) & ~0x00400000u) == 0;
+          ck_assert_msg(a == b || nan_ok, "%s 0x%04x -> 0x%08x, expected 0x%08x (%s)", dt((gp_dtype_t)types[t]),
+                        src[i], a, b, vec ? "vector" : "scalar");
+        }
+      }
+    }
+  free(src);
+  free(got);
+}
+END_TEST
+
+/* Each f16/bf16 path of the host GEMM forced in turn (GP_CPU_GEMM=convert with vector
+ * and scalar conversion, GP_CPU_GEMM=sbgemm where OpenBLAS has cblas_sbgemm): every
+ * layout, transpose pair and output type, an epilogue, a batch, and blocks split by a
+ * lowered BLAS limit; each checked against the reference and for the kernel named. */
+START_TEST(test_half_paths) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  unsigned id = 1500;
+  const int halves[3] = {GP__CPU_CONVERT, GP__CPU_CONVERT, GP__CPU_SBGEMM};
+  for (int hm = 0; hm < 3; hm++) {
+    if (halves[hm] == GP__CPU_SBGEMM && !gp__gemm_cpu_sbgemm_available()) {
+      printf("  half paths: this OpenBLAS has no cblas_sbgemm: sbgemm not run\n");
+      continue;
+    }
+    for (int t = 0; t < 4; t++)
+      for (int v = 0; v < 8; v++) {
+        set_mode(MODE_DEFAULT);
+        g_half = halves[hm];
+        g_scalar = hm == 1;
+        gp__cpu_mode_set(GP__OP_GEMM, g_half);
+        gp__cpu_convert_set(g_scalar ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
+        gemm_case_t cs = base_case();
+        cs.api = API_EX;
+        cs.ab = k_types[1 + t].ab, cs.c = k_types[1 + t].c;
+        cs.layout = v & 4 ? GP_COL_MAJOR : GP_ROW_MAJOR;
+        cs.ta = v & 1 ? GP_OP_T : GP_OP_N, cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+        cs.m = 37 + v, cs.n = 29, cs.k = 45 + 3 * t; /* odd sizes: vector tails */
+        cs.pad_a = v, cs.pad_b = 1, cs.pad_c = 2;
+        cs.beta = v & 1 ? 0.0f : -0.5f;
+        cs.epi = v == 3 ? GP_EPILOGUE_BIAS_GELU : v == 6 ? GP_EPILOGUE_BIAS : GP_EPILOGUE_NONE;
+        cs.bias_type = v == 6 ? cs.c : GP_F32;
+        cs.batch = v == 5 ? 3 : 1;
+        if (v == 7) { /* blocks of at most 16 rows, columns and k: the k blocks accumulate */
+          gp__gemm_cpu_set_blas_limit(16);
+          cs.m = 50, cs.n = 40, cs.k = 70;
+        }
+        cs.id = id++;
+        run_case(&cs);
+        gp__gemm_cpu_set_blas_limit(0);
+      }
+  }
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
+  set_mode(MODE_DEFAULT);
+}
+END_TEST
+
+/* The forced paths and the vector/scalar conversion give the same bits as the portable
+ * kernel on products every order of summation gives exactly (k = 1, as
+ * test_epilogue_bits), for bf16 and f16 outputs with beta and an epilogue. */
+START_TEST(test_half_bits) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  enum { M = 45, N = 19 };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x4a1fb175ull);
+  const gp_dtype_t types[2] = {GP_BF16, GP_F16};
+  for (int t = 0; t < 2; t++) {
+    const gp_dtype_t ty = types[t];
+    unsigned char ha[M * 2], hb[N * 2], hc[M * N * 2], hbias[N * 4], got[4][M * N * 2];
+    gp_ref_fill(ha, ty, M, &rng, -2.0, 2.0);
+    gp_ref_fill(hb, ty, N, &rng, -2.0, 2.0);
+    gp_ref_fill(hc, ty, M * N, &rng, -2.0, 2.0);
+    gp_ref_fill(hbias, GP_F32, N, &rng, -1.0, 1.0);
+    void *da = dev_alloc_copy(ha, sizeof ha), *db = dev_alloc_copy(hb, sizeof hb);
+    void *dbias = dev_alloc_copy(hbias, sizeof hbias), *dc = NULL;
+    ck_assert_int_eq(gp_malloc(&dc, sizeof hc), GP_SUCCESS);
+    gp_gemm_desc_t d;
+    gp_gemm_desc_init(&d);
+    d.layout = GP_COL_MAJOR;
+    d.m = M, d.n = N, d.k = 1, d.alpha = -0.7f, d.beta = 0.6f;
+    d.a = da, d.a_type = ty, d.lda = M, d.b = db, d.b_type = ty, d.ldb = 1;
+    d.c = dc, d.c_type = ty, d.ldc = M;
+    d.epilogue = GP_EPILOGUE_BIAS_GELU_TANH, d.bias = dbias, d.bias_type = GP_F32;
+    for (int r = 0; r < 4; r++) {
+      const int mode = r == 0 ? GP__CPU_PORTABLE : r == 3 ? GP__CPU_SBGEMM : GP__CPU_CONVERT;
+      gp__cpu_mode_set(GP__OP_GEMM, mode);
+      gp__cpu_convert_set(r == 2 ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
+      for (int pass = 0; pass < 2; pass++) { /* beta != 0, then the plain product (the direct rounding) */
+        if (pass == 1) d.alpha = 1.0f, d.beta = 0.0f, d.epilogue = GP_EPILOGUE_NONE;
+        ck_assert_int_eq(gp_memcpy(dc, hc, sizeof hc), GP_SUCCESS);
+        ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
+        ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+        if (pass == 0) ck_assert_int_eq(gp_memcpy(got[r], dc, sizeof hc), GP_SUCCESS);
+        if (pass == 1) {
+          unsigned char plain[M * N * 2];
+          ck_assert_int_eq(gp_memcpy(plain, dc, sizeof plain), GP_SUCCESS);
+          for (int i = 0; i < M * N; i++) { /* a * b once rounded */
+            const float want = gp_ref_load(ha, ty, i % M) * gp_ref_load(hb, ty, i / M);
+            const uint16_t bits = ty == GP_BF16 ? gp_bf16_from_f32(want).bits : gp_f16_from_f32(want).bits;
+            unsigned char w[2];
+            memcpy(w, &bits, 2);
+            ck_assert_msg(memcmp(w, plain + 2 * i, 2) == 0, "%s mode %d conversion %s: C[%d] rounded differently",
+                          dt(ty), mode, r == 2 ? "scalar" : "vector", i);
+          }
+        }
+        d.alpha = -0.7f, d.beta = 0.6f, d.epilogue = GP_EPILOGUE_BIAS_GELU_TANH;
+      }
+    }
+    for (int r = 1; r < 4; r++)
+      ck_assert_msg(memcmp(got[0], got[r], sizeof hc) == 0, "%s: path %d differs from the portable kernel", dt(ty), r);
+    gp_free(da), gp_free(db), gp_free(dbias), gp_free(dc);
+  }
+  gp__cpu_convert_set(-1);
+  set_mode(MODE_DEFAULT);
+}
+END_TEST
 #endif
 
 /* ---- suite ------------------------------------------------------------------------------ */
@@ -1408,6 +1571,14 @@ static Suite *gemm_suite(void) {
   tcase_add_test(te, test_host_memory_refused);
   tcase_add_test(te, test_cpu_modes);
   suite_add_tcase(s, te);
+#ifdef GP_BUILD_CPU
+  TCase *th = tcase_create("half");
+  tcase_set_timeout(th, 120);
+  tcase_add_test(th, test_convert_all_values);
+  tcase_add_test(th, test_half_paths);
+  tcase_add_test(th, test_half_bits);
+  suite_add_tcase(s, th);
+#endif
   TCase *td = tcase_create("dispatch"); /* run by make check-dispatch */
   tcase_set_timeout(td, 120);
   tcase_add_test(td, test_every_kernel);

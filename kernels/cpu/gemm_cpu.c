@@ -12,8 +12,21 @@
  *    m x n copy per call), and the results differ by at most an ulp of |beta C| +
  *    |alpha AB| before the activation, inside the bound the accumulation order already
  *    needs (test_gemm.c: test_epilogue_bits checks that bound).
- *  - packed: everything else (f16/bf16 inputs or output, extents beyond blasint, or
- *    GP_CPU_GEMM=packed). C is cut into tiles of at most TILE_M x TILE_N, k into
+ *  - half: f16/bf16 inputs (GP_CPU_GEMM=host, convert, sbgemm). The problem is cut into
+ *    blocks as large as a per-thread workspace allows (the whole problem at model
+ *    shapes); each block of A and B, as stored, is converted once to f32 (F16C for f16,
+ *    AVX2 for bf16 where the processor has them, chosen at run time; plain C otherwise or
+ *    with GP_CPU_CONVERT=scalar), split over GP_CPU_THREADS threads, and multiplied with
+ *    one cblas_sgemm that keeps the caller's transposes (OpenBLAS packs for its own
+ *    kernels: a second packing here only costs). bf16 may instead go to cblas_sbgemm on
+ *    the caller's memory: host measures both once per process on this machine and takes
+ *    the faster (without AVX512-BF16 OpenBLAS's sbgemm is a slow generic kernel);
+ *    GP_CPU_GEMM=convert and sbgemm force either. The f32 product (alpha 1, beta 0, k
+ *    blocks accumulated with beta 1) is finished by gemm_epilogue.h like every path.
+ *    The workspace is the calling thread's (a stream's worker), reused across calls, so
+ *    the hot path allocates nothing after the first call at a size, and two streams
+ *    never share one.
+ *  - packed: everything else (f32 extents beyond blasint, or GP_CPU_GEMM=packed). C is cut into tiles of at most TILE_M x TILE_N, k into
  *    panels of at most TILE_K; each panel of op(A) and op(B) is converted to f32 into a
  *    per-thread scratch (bounded, reused across calls, freed when the thread exits),
  *    multiplied with cblas_sgemm into an f32 accumulator tile (beta 0 for the first
@@ -28,12 +41,15 @@
  * a NaN in C cannot reach the result whatever OpenBLAS does with beta == 0).
  */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cpu/exec.h"
 #include "gemm.h"
 #include "kernels/common/elem.h"
 #include "kernels/common/gemm_epilogue.h"
@@ -65,29 +81,107 @@ static bool direct_applies(const gp__gemm_params_t *p) {
          p->k <= lim && p->lda <= lim && p->ldb <= lim && p->ldc <= lim;
 }
 
-const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, bool packed) {
+static bool half_type(int32_t t) { return t == GP_F16 || t == GP_BF16; }
+
+const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_path_t path) {
   if (p->k == 0) return "cpu-scale-c";
-  if (!packed && direct_applies(p)) return "openblas-sgemm";
+  if (path == GP__GEMM_CPU_HOST && direct_applies(p)) return "openblas-sgemm";
+  if (path == GP__GEMM_CPU_SBGEMM) return "openblas-sbgemm";
+  if (path == GP__GEMM_CPU_CONVERT) {
+    const bool vec = gp__cpu_convert_vector((int)p->ab_type);
+    if (p->ab_type == GP_F16) return vec ? "openblas-sgemm(f16->f32 f16c)" : "openblas-sgemm(f16->f32 scalar)";
+    return vec ? "openblas-sgemm(bf16->f32 avx2)" : "openblas-sgemm(bf16->f32 scalar)";
+  }
   return "openblas-sgemm-packed(256x256x256 f32 tiles)";
+}
+
+gp__gemm_cpu_path_t gp__gemm_cpu_path(const gp__gemm_params_t *p, gp__cpu_mode_t mode) {
+  if (mode == GP__CPU_PACKED) return GP__GEMM_CPU_PACKED;
+  if (p->k == 0 || !half_type(p->ab_type)) return direct_applies(p) || p->k == 0 ? GP__GEMM_CPU_HOST : GP__GEMM_CPU_PACKED;
+  if (p->ab_type != GP_BF16 || mode == GP__CPU_CONVERT) return GP__GEMM_CPU_CONVERT;
+  if (mode == GP__CPU_SBGEMM) return gp__gemm_cpu_sbgemm_available() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
+  return gp__gemm_cpu_sbgemm_faster() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
 }
 
 /* ---- element access and the epilogue: kernels/common/elem.h and gemm_epilogue.h, the
  * kernels' own, so the packed path finishes C exactly as they do -------------------- */
 
+/* x[0..n) rounded to bf16 into dst, as gp_bf16_from_f32 rounds (nearest even, NaN kept
+ * quiet). */
+static void store_bf16_scalar(uint16_t *dst, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) dst[i] = gp_bf16_from_f32(x[i]).bits;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_X86_CONVERT 1
+
+__attribute__((target("avx2"))) static void store_bf16_avx2(uint16_t *dst, const float *x, int64_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), odd), 16);
+    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+    const __m256i v = _mm256_blendv_epi8(r, q, nan);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0xd8);
+    _mm_storeu_si128((__m128i *)(dst + i), _mm256_castsi256_si128(packed));
+  }
+  store_bf16_scalar(dst + i, x + i, n - i);
+}
+#endif
+
+/* Column j's values x[0..mb) (before rounding) stored at rows [i0, i0 + mb) of C. */
+static void store_col(const gp__gemm_params_t *p, void *c, int64_t i0, int64_t j, const float *x, int64_t mb) {
+  const int64_t off = i0 + j * p->ldc;
+  if (p->c_type == GP_F32) {
+    memcpy((float *)c + off, x, (size_t)mb * sizeof(float));
+  } else if (p->c_type == GP_BF16) {
+#if HAVE_X86_CONVERT
+    if (gp__cpu_convert_vector(GP_BF16)) return store_bf16_avx2((uint16_t *)c + off, x, mb);
+#endif
+    store_bf16_scalar((uint16_t *)c + off, x, mb);
+  } else {
+    for (int64_t i = 0; i < mb; i++) gp__elem_store(c, p->c_type, off + i, x[i]);
+  }
+}
+
 /* Finishes rows [i0, i0 + mb) x columns [j0, j0 + nb) of C (batch entry c): acc is the
- * f32 product tile (column-major, ld acc_ld) or NULL for a zero product. */
+ * f32 product tile (column-major, ld acc_ld) or NULL for a zero product. Each column is
+ * worked in chunks in the order of gp__gemm_epilogue (alpha * acc, then fmaf with
+ * beta * C, then the activation): the same operations, so the same bits, in loops the
+ * compiler can vectorise. */
 static void finish_tile(const gp__gemm_params_t *p, void *c, int64_t i0, int64_t j0, int64_t mb,
                         int64_t nb, const float *acc, int64_t acc_ld) {
+  enum { CHUNK = 512 };
+  float x[CHUNK];
   const bool has_bias = p->epilogue != GP_EPILOGUE_NONE;
+  const float alpha = p->alpha, beta = p->beta;
+  if (acc && alpha == 1.0f && beta == 0.0f && !has_bias) { /* the product as it is: rounding alone */
+    for (int64_t jj = 0; jj < nb; jj++) store_col(p, c, i0, j0 + jj, acc + jj * acc_ld, mb);
+    return;
+  }
   for (int64_t jj = 0; jj < nb; jj++) {
     const int64_t j = j0 + jj;
     const float bias_j = has_bias && !p->bias_along_m ? gp__elem_load(p->bias, p->bias_type, j) : 0.0f;
-    for (int64_t ii = 0; ii < mb; ii++) {
-      const int64_t i = i0 + ii, off = i + j * p->ldc;
-      const float bias = has_bias && p->bias_along_m ? gp__elem_load(p->bias, p->bias_type, i) : bias_j;
-      const float x = gp__gemm_epilogue(p->alpha, p->beta, acc != NULL, acc ? acc[ii + jj * acc_ld] : 0.0f, c,
-                                        p->c_type, off, p->epilogue, bias);
-      gp__elem_store(c, p->c_type, off, x);
+    for (int64_t s = 0; s < mb; s += CHUNK) {
+      const int64_t n = mb - s < CHUNK ? mb - s : CHUNK;
+      const float *a = acc ? acc + s + jj * acc_ld : NULL;
+      if (a)
+        for (int64_t i = 0; i < n; i++) x[i] = alpha * a[i];
+      else
+        for (int64_t i = 0; i < n; i++) x[i] = 0.0f;
+      if (beta != 0.0f)
+        for (int64_t i = 0; i < n; i++)
+          x[i] = fmaf(beta, gp__elem_load(c, p->c_type, i0 + s + i + j * p->ldc), x[i]);
+      if (has_bias)
+        for (int64_t i = 0; i < n; i++)
+          x[i] = gp__gemm_activate(p->epilogue, x[i],
+                                   p->bias_along_m ? gp__elem_load(p->bias, p->bias_type, i0 + s + i) : bias_j);
+      store_col(p, c, i0 + s, j, x, n);
     }
   }
 }
@@ -164,6 +258,26 @@ static gp_status_t run_packed(const gp__gemm_params_t *p) {
   return GP_SUCCESS;
 }
 
+/* The direct path's activation over columns [c0, c1) of one batch entry's C. */
+typedef struct activate_job {
+  const gp__gemm_params_t *p;
+  float *c;
+} activate_job_t;
+
+static void activate_cols(void *ctx, int64_t c0, int64_t c1) {
+  const activate_job_t *a = (const activate_job_t *)ctx;
+  const gp__gemm_params_t *p = a->p;
+  const bool along_m = p->bias_along_m != 0;
+  for (int64_t j = c0; j < c1; j++) {
+    const float bj = along_m ? 0.0f : gp__elem_load(p->bias, p->bias_type, j);
+    float *col = a->c + j * p->ldc;
+    for (int64_t i = 0; i < p->m; i++)
+      col[i] = gp__gemm_activate(p->epilogue, col[i], along_m ? gp__elem_load(p->bias, p->bias_type, i) : bj);
+  }
+}
+
+static void parallel_ranges(void (*fn)(void *, int64_t, int64_t), void *ctx, int64_t items, int64_t work_per_item);
+
 static gp_status_t run_direct(const gp__gemm_params_t *p) {
   for (int64_t z = 0; z < p->batch; z++) {
     const float *a = (const float *)p->a + z * p->stride_a;
@@ -175,34 +289,369 @@ static gp_status_t run_direct(const gp__gemm_params_t *p) {
                 p->trans_b ? CblasTrans : CblasNoTrans, (blasint)p->m, (blasint)p->n, (blasint)p->k,
                 p->alpha, a, (blasint)p->lda, b, (blasint)p->ldb, p->beta, c, (blasint)p->ldc);
     if (p->epilogue != GP_EPILOGUE_NONE) {
-      const bool along_m = p->bias_along_m != 0;
-      for (int64_t j = 0; j < p->n; j++) {
-        const float bj = along_m ? 0.0f : gp__elem_load(p->bias, p->bias_type, j);
-        float *col = c + j * p->ldc;
-        for (int64_t i = 0; i < p->m; i++)
-          col[i] = gp__gemm_activate(p->epilogue, col[i], along_m ? gp__elem_load(p->bias, p->bias_type, i) : bj);
+      activate_job_t job = {p, c};
+      parallel_ranges(activate_cols, &job, p->n, p->m);
+    }
+  }
+  return GP_SUCCESS;
+}
+
+/* ---- f16/bf16 to f32 ---------------------------------------------------------------- */
+
+static void convert_scalar(float *dst, const void *src, int type, int64_t n) {
+  if (type == GP_F16) {
+    const gp_f16_t *h = (const gp_f16_t *)src;
+    for (int64_t i = 0; i < n; i++) dst[i] = gp_f32_from_f16(h[i]);
+  } else {
+    const uint16_t *b = (const uint16_t *)src;
+    for (int64_t i = 0; i < n; i++) {
+      const uint32_t u = (uint32_t)b[i] << 16;
+      memcpy(&dst[i], &u, 4);
+    }
+  }
+}
+
+#if HAVE_X86_CONVERT
+__attribute__((target("avx,f16c"))) static void convert_f16c(float *dst, const void *src, int64_t n) {
+  const uint16_t *h = (const uint16_t *)src;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+  convert_scalar(dst + i, h + i, GP_F16, n - i);
+}
+
+__attribute__((target("avx2"))) static void convert_bf16_avx2(float *dst, const void *src, int64_t n) {
+  const uint16_t *b = (const uint16_t *)src;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + i)));
+    _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(w, 16));
+  }
+  convert_scalar(dst + i, b + i, GP_BF16, n - i);
+}
+#endif
+
+bool gp__cpu_convert_vector(int type) {
+  if (gp__cpu_convert() == GP__CONVERT_SCALAR) return false;
+#if HAVE_X86_CONVERT
+  __builtin_cpu_init();
+  return type == GP_F16 ? __builtin_cpu_supports("f16c") != 0 : __builtin_cpu_supports("avx2") != 0;
+#else
+  (void)type;
+  return false;
+#endif
+}
+
+void gp__cpu_convert_f32(float *dst, const void *src, int type, int64_t n, bool vector) {
+#if HAVE_X86_CONVERT
+  if (vector && type == GP_F16) return convert_f16c(dst, src, n);
+  if (vector && type == GP_BF16) return convert_bf16_avx2(dst, src, n);
+#endif
+  (void)vector;
+  convert_scalar(dst, src, type, n);
+}
+
+/* ---- a parallel loop over the GEMM's helper threads ------------------------------------ */
+
+/* fn(ctx, begin, end) over [0, items) in contiguous ranges, on up to GP_CPU_THREADS
+ * threads (this one included); small loops stay on this thread, where a thread's start
+ * would cost more than the work. */
+typedef void (*range_fn)(void *ctx, int64_t begin, int64_t end);
+typedef struct range_job {
+  range_fn fn;
+  void *ctx;
+  int64_t begin, end;
+} range_job_t;
+
+static void *range_run(void *arg) {
+  range_job_t *j = (range_job_t *)arg;
+  j->fn(j->ctx, j->begin, j->end);
+  return NULL;
+}
+
+#define PAR_MAX_THREADS 64
+#define PAR_MIN_WORK ((int64_t)1 << 16) /* elements a helper thread is worth */
+
+static void parallel_ranges(range_fn fn, void *ctx, int64_t items, int64_t work_per_item) {
+  int64_t t = gp__cpu_exec_threads();
+  if (t > PAR_MAX_THREADS) t = PAR_MAX_THREADS;
+  if (t > items) t = items;
+  const int64_t work = items * (work_per_item > 0 ? work_per_item : 1);
+  if (t > work / PAR_MIN_WORK) t = work / PAR_MIN_WORK;
+  if (t <= 1) {
+    fn(ctx, 0, items);
+    return;
+  }
+  pthread_t tid[PAR_MAX_THREADS];
+  range_job_t job[PAR_MAX_THREADS];
+  bool started[PAR_MAX_THREADS];
+  for (int64_t i = 0; i < t; i++) {
+    job[i] = (range_job_t){fn, ctx, items * i / t, items * (i + 1) / t};
+    started[i] = i > 0 && pthread_create(&tid[i], NULL, range_run, &job[i]) == 0;
+  }
+  for (int64_t i = 0; i < t; i++)
+    if (!started[i]) range_run(&job[i]); /* this thread's range, and any a thread did not take */
+  for (int64_t i = 1; i < t; i++)
+    if (started[i]) pthread_join(tid[i], NULL);
+}
+
+/* cblas_sbgemm where the OpenBLAS loaded has it: cblas.h declares it in every build, but
+ * only a library built with BUILD_BFLOAT16 defines it (Debian's 0.3.21 does not), so it
+ * is looked up at run time rather than linked. */
+typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint,
+                          blasint, float, const bfloat16 *, blasint, const bfloat16 *, blasint, float, float *,
+                          blasint);
+static pthread_once_t g_sbgemm_once = PTHREAD_ONCE_INIT;
+static sbgemm_fn g_sbgemm;
+
+static void sbgemm_lookup(void) {
+  void *sym = dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+  memcpy(&g_sbgemm, &sym, sizeof sym);
+}
+
+bool gp__gemm_cpu_sbgemm_available(void) {
+  pthread_once(&g_sbgemm_once, sbgemm_lookup);
+  return g_sbgemm != NULL;
+}
+
+/* ---- the half path --------------------------------------------------------------------- */
+
+/* Workspace of the half path per thread (A and B blocks in f32, the f32 product). */
+#define HALF_WS_FLOATS ((int64_t)24 << 20) /* 96 MiB at most */
+
+typedef struct workspace {
+  float *p;
+  size_t floats;
+} workspace_t;
+
+static pthread_key_t g_ws_key;
+static pthread_once_t g_ws_once = PTHREAD_ONCE_INIT;
+static bool g_ws_key_ok;
+
+static void ws_free(void *v) {
+  workspace_t *w = (workspace_t *)v;
+  free(w->p);
+  free(w);
+}
+
+static void ws_key_create(void) { g_ws_key_ok = pthread_key_create(&g_ws_key, ws_free) == 0; }
+
+/* The calling thread's workspace of at least floats, grown (never shrunk) as needed. */
+static float *ws_get(size_t floats) {
+  pthread_once(&g_ws_once, ws_key_create);
+  if (!g_ws_key_ok) return NULL;
+  workspace_t *w = (workspace_t *)pthread_getspecific(g_ws_key);
+  if (w == NULL) {
+    w = (workspace_t *)calloc(1, sizeof *w);
+    if (w == NULL) return NULL;
+    if (pthread_setspecific(g_ws_key, w) != 0) {
+      free(w);
+      return NULL;
+    }
+  }
+  if (w->floats < floats) {
+    free(w->p);
+    w->p = NULL, w->floats = 0;
+    void *np = NULL;
+    if (posix_memalign(&np, 64, floats * sizeof(float)) != 0) return NULL;
+    w->p = (float *)np, w->floats = floats;
+  }
+  return w->p;
+}
+
+/* Block sizes: the whole problem where the workspace allows, each extent within
+ * blasint; the largest extent halved until the blocks fit. */
+static void half_blocks(const gp__gemm_params_t *p, bool convert, int64_t *mb, int64_t *nb, int64_t *kb) {
+  const int64_t lim = blas_limit();
+  *mb = p->m < lim ? p->m : lim;
+  *nb = p->n < lim ? p->n : lim;
+  *kb = p->k < lim ? p->k : lim;
+  for (;;) {
+    const int64_t need = (convert ? *mb * *kb + *kb * *nb : 0) + *mb * *nb;
+    if (need <= HALF_WS_FLOATS || (*mb <= 64 && *nb <= 64 && *kb <= 64)) return;
+    int64_t *big = *mb >= *nb && *mb >= *kb ? mb : *nb >= *kb ? nb : kb;
+    *big = (*big + 1) / 2;
+  }
+}
+
+/* One stored block of an operand converted to f32: cols columns of rows elements
+ * (column-major, leading dimension ld) into dst (leading dimension rows). */
+typedef struct convert_job {
+  float *dst;
+  const void *src;
+  int type;
+  int64_t rows, ld;
+  bool vector;
+} convert_job_t;
+
+static void convert_cols(void *ctx, int64_t c0, int64_t c1) {
+  const convert_job_t *j = (const convert_job_t *)ctx;
+  const size_t es = gp_dtype_size((gp_dtype_t)j->type);
+  for (int64_t c = c0; c < c1; c++)
+    gp__cpu_convert_f32(j->dst + c * j->rows, (const char *)j->src + (size_t)(c * j->ld) * es, j->type,
+                        j->rows, j->vector);
+}
+
+/* Block (r0, q0) of rb x qb of op(X) as stored: rows of the stored matrix are op's rows
+ * unless trans. Converted into dst with leading dimension *ld_out (its stored rows). */
+static void convert_block(float *dst, const void *x, int type, int64_t ld, int32_t trans, int64_t r0,
+                          int64_t q0, int64_t rb, int64_t qb, bool vector, int64_t *ld_out) {
+  const int64_t srow0 = trans ? q0 : r0, scol0 = trans ? r0 : q0;
+  const int64_t rows = trans ? qb : rb, cols = trans ? rb : qb;
+  const size_t es = gp_dtype_size((gp_dtype_t)type);
+  convert_job_t job = {dst, (const char *)x + (size_t)(srow0 + scol0 * ld) * es, type, rows, ld, vector};
+  parallel_ranges(convert_cols, &job, cols, rows);
+  *ld_out = rows;
+}
+
+/* The finish of a block of C, split by columns over the helper threads. */
+typedef struct finish_job {
+  const gp__gemm_params_t *p;
+  void *c;
+  int64_t i0, j0, mb;
+  const float *acc;
+} finish_job_t;
+
+static void finish_cols(void *ctx, int64_t c0, int64_t c1) {
+  const finish_job_t *f = (const finish_job_t *)ctx;
+  finish_tile(f->p, f->c, f->i0, f->j0 + c0, f->mb, c1 - c0, f->acc + c0 * f->mb, f->mb);
+}
+
+/* Offset of stored element (r, q) of op(X) (trans: X holds op(X)^T). */
+static const void *op_at(const void *x, int type, int64_t ld, int32_t trans, int64_t r, int64_t q) {
+  const int64_t off = trans ? q + r * ld : r + q * ld;
+  return (const char *)x + (size_t)off * gp_dtype_size((gp_dtype_t)type);
+}
+
+static gp_status_t run_half(const gp__gemm_params_t *p, bool sbgemm) {
+  int64_t mb, nb, kb;
+  half_blocks(p, !sbgemm, &mb, &nb, &kb);
+  const size_t floats = (size_t)((sbgemm ? 0 : mb * kb + kb * nb) + mb * nb);
+  float *ws = ws_get(floats);
+  if (ws == NULL)
+    return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of GEMM workspace", floats * sizeof(float));
+  float *acc = ws, *ap = ws + (size_t)(mb * nb), *bp = ap + (size_t)(mb * kb);
+  const bool vec = gp__cpu_convert_vector(p->ab_type);
+  const int type = p->ab_type;
+  /* One k block: A's block depends on i0 alone, converted once for every j0. */
+  const bool a_once = kb == p->k;
+  for (int64_t z = 0; z < p->batch; z++) {
+    const void *a = gemm_offset(p->a, type, z * p->stride_a), *b = gemm_offset(p->b, type, z * p->stride_b);
+    void *c = (void *)gemm_offset(p->c, p->c_type, z * p->stride_c);
+    for (int64_t i0 = 0; i0 < p->m; i0 += mb) {
+      const int64_t mi = p->m - i0 < mb ? p->m - i0 : mb;
+      int64_t lda_f = 0, ldb_f = 0;
+      if (!sbgemm && a_once) convert_block(ap, a, type, p->lda, p->trans_a, i0, 0, mi, p->k, vec, &lda_f);
+      for (int64_t j0 = 0; j0 < p->n; j0 += nb) {
+        const int64_t nj = p->n - j0 < nb ? p->n - j0 : nb;
+        for (int64_t p0 = 0; p0 < p->k; p0 += kb) {
+          const int64_t kp = p->k - p0 < kb ? p->k - p0 : kb;
+          const CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;
+          const CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;
+          const float beta = p0 == 0 ? 0.0f : 1.0f;
+          if (sbgemm) {
+            g_sbgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f,
+                         (const bfloat16 *)op_at(a, type, p->lda, p->trans_a, i0, p0), (blasint)p->lda,
+                         (const bfloat16 *)op_at(b, type, p->ldb, p->trans_b, p0, j0), (blasint)p->ldb, beta,
+                         acc, (blasint)mi);
+            continue;
+          }
+          if (!a_once) convert_block(ap, a, type, p->lda, p->trans_a, i0, p0, mi, kp, vec, &lda_f);
+          convert_block(bp, b, type, p->ldb, p->trans_b, p0, j0, kp, nj, vec, &ldb_f);
+          cblas_sgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f, ap, (blasint)lda_f, bp,
+                      (blasint)ldb_f, beta, acc, (blasint)mi);
+        }
+        finish_job_t f = {p, c, i0, j0, mi, acc};
+        parallel_ranges(finish_cols, &f, nj, mi);
       }
     }
   }
   return GP_SUCCESS;
 }
 
+/* ---- whether cblas_sbgemm beats conversion + cblas_sgemm here --------------------------- */
+
+
+/* Measured once per process, the first time a bf16 product asks, at a model-sized block
+ * (512 x 512 x 384: the MiniLM projections' inner size), best of three each. */
+static pthread_once_t g_sb_once = PTHREAD_ONCE_INIT;
+static bool g_sb_faster;
+static double g_sb_ms, g_conv_ms;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void measure_sbgemm(void) {
+  enum { M = 512, N = 512, K = 384 };
+  if (!gp__gemm_cpu_sbgemm_available()) {
+    GP__INFO(GP__SUB_GEMM, "bf16 GEMM on this machine: the OpenBLAS loaded has no cblas_sbgemm: conversion + sgemm");
+    return;
+  }
+  gp_bf16_t *a = (gp_bf16_t *)malloc(sizeof(gp_bf16_t) * M * K), *b = (gp_bf16_t *)malloc(sizeof(gp_bf16_t) * K * N);
+  float *c = (float *)malloc(sizeof(float) * M * N), *fa = (float *)malloc(sizeof(float) * M * K);
+  float *fb = (float *)malloc(sizeof(float) * K * N);
+  if (a && b && c && fa && fb) {
+    for (int i = 0; i < M * K; i++) a[i] = gp_bf16_from_f32(0.01f * (float)(i % 97 - 48));
+    for (int i = 0; i < K * N; i++) b[i] = gp_bf16_from_f32(0.01f * (float)(i % 89 - 44));
+    const bool vec = gp__cpu_convert_vector(GP_BF16);
+    double best_sb = 1e30, best_cv = 1e30;
+    for (int r = 0; r < 4; r++) { /* the first of each warms up */
+      double t0 = now_ms();
+      g_sbgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, (const bfloat16 *)a, M,
+                   (const bfloat16 *)b, K, 0.0f, c, M);
+      double t1 = now_ms();
+      gp__cpu_convert_f32(fa, a, GP_BF16, (int64_t)M * K, vec);
+      gp__cpu_convert_f32(fb, b, GP_BF16, (int64_t)K * N, vec);
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, fa, M, fb, K, 0.0f, c, M);
+      double t2 = now_ms();
+      if (r > 0 && t1 - t0 < best_sb) best_sb = t1 - t0;
+      if (r > 0 && t2 - t1 < best_cv) best_cv = t2 - t1;
+    }
+    g_sb_ms = best_sb, g_conv_ms = best_cv;
+    g_sb_faster = best_sb < best_cv;
+    GP__INFO(GP__SUB_GEMM, "bf16 GEMM on this machine: cblas_sbgemm %.3f ms, conversion + cblas_sgemm %.3f ms "
+             "(512x512x384): %s", best_sb, best_cv, g_sb_faster ? "sbgemm" : "conversion + sgemm");
+  }
+  free(a), free(b), free(c), free(fa), free(fb);
+}
+
+bool gp__gemm_cpu_sbgemm_faster(void) {
+  pthread_once(&g_sb_once, measure_sbgemm);
+  return g_sb_faster;
+}
+
+void gp__gemm_cpu_sbgemm_times(double *sbgemm_ms, double *convert_ms) {
+  pthread_once(&g_sb_once, measure_sbgemm);
+  *sbgemm_ms = g_sb_ms, *convert_ms = g_conv_ms;
+}
+
 /* ---- enqueue --------------------------------------------------------------------- */
 
 typedef struct gemm_job {
   gp__gemm_params_t p;
-  bool direct;
+  gp__gemm_cpu_path_t path;
 } gemm_job_t;
 
 static gp_status_t gemm_job_run(void *user) {
   const gemm_job_t *job = (const gemm_job_t *)user;
-  return job->direct ? run_direct(&job->p) : run_packed(&job->p);
+  const gp__gemm_params_t *p = &job->p;
+  if (p->k == 0) return run_packed(p);
+  switch (job->path) {
+    case GP__GEMM_CPU_HOST: return direct_applies(p) ? run_direct(p) : run_packed(p);
+    case GP__GEMM_CPU_CONVERT: return run_half(p, false);
+    case GP__GEMM_CPU_SBGEMM: return run_half(p, true);
+    case GP__GEMM_CPU_PACKED: break;
+  }
+  return run_packed(p);
 }
 
-gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p, bool packed) {
+gp_status_t gp__gemm_cpu_enqueue(gp_stream_t stream, const gp__gemm_params_t *p, gp__gemm_cpu_path_t path) {
   gemm_job_t *job = (gemm_job_t *)malloc(sizeof(*job));
   if (job == NULL) return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "cannot allocate a GEMM job");
   job->p = *p;
-  job->direct = !packed && p->k > 0 && direct_applies(p);
+  job->path = path;
   return gp__be_enqueue_host_work(stream, gemm_job_run, job, true);
 }

