@@ -168,9 +168,10 @@ gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p
                                   char *what, size_t what_len);
 
 /* CPU backend: enqueues the tiled host backward (kernels/cpu/attention_bwd_cpu.c) on stream
- * (already resolved); p is copied, its nslices is the workspace's. */
-gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, char *what,
-                                  size_t what_len);
+ * (already resolved); p is copied, its nslices is the workspace's; simd as for
+ * gp__cpu_attention_fwd. */
+gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, bool simd,
+                                  char *what, size_t what_len);
 
 /* gp_attention_fwd running a given build of the portable kernel (the tests run a
  * width-64 build on the CPU executor, as HIP runs it). Defined in src/attention.c. */
