@@ -108,7 +108,7 @@ static const bcase_t cases[] = {
     {"f32 d32 bhsd layout",          GP_F32,  2, 33,   77,  2, 2, 32,  0, 0, NOWIN,  L_BHSD,    0, 1, 0, NULL, NULL, 0},
     {"bf16 d40 padded gqa",          GP_BF16, 2, 45,   31,  4, 2, 40,  0, 0, NOWIN,  L_PAD,     0, 1, 0, NULL, NULL, 0},
     {"f32 d96 1x1",                  GP_F32,  3, 1,    1,   2, 2, 96,  0, 0, NOWIN,  L_DEFAULT, 0, 1, 0, NULL, NULL, 0},
-    /* the host tiles' edges (64 query rows, 64 keys): partial tiles, head_dim 80, GQA */
+    /* the host tiles' edges (64 query rows, 128 keys): partial tiles, head_dim 80, GQA */
     {"f32 d80 150x200 gqa causal",   GP_F32,  1, 150,  200, 4, 2, 80,  0, 1, NOWIN,  L_DEFAULT, 0, 0, 1, NULL, NULL, 0},
     {"bf16 d256 70x130 causal",      GP_BF16, 1, 70,   130, 2, 1, 256, 0, 1, NOWIN,  L_DEFAULT, 0, 0, 0, NULL, NULL, 0},
     {"f16 d96/24 129x65 gqa",        GP_F16,  1, 129,  65,  4, 2, 96,  24, 0, NOWIN, L_DEFAULT, 0, 0, 0, NULL, NULL, 0},

@@ -21,7 +21,9 @@
  * Deterministic mode gives split s its own dq slice, so every sum has a fixed order and
  * the result depends neither on the thread count nor on scheduling. Otherwise the splits
  * of one (sequence, head) share one slice through atomic additions, as the GPU kernels
- * do. The split count comes from the shape alone (gp__attn_bwd_splits).
+ * do. The split count comes from the shape alone (gp__attn_bwd_splits) in deterministic
+ * mode; otherwise from the thread count (about two items per thread), so that few
+ * threads mean few atomic additions.
  *
  * The call is enqueued with gp__be_enqueue_host_work, so it runs in stream order on the
  * stream's worker, which runs each step over up to GP_CPU_THREADS threads (default: the
@@ -40,7 +42,7 @@
 #include "attention_impl.h"
 #include "internal.h"
 
-#define CPU_BK 64   /* keys per key block */
+#define CPU_BK 128  /* keys per key block */
 #define CPU_ROWS 32 /* rows per item of the pre and post steps */
 #define CPU_RB 64   /* query rows per group in the main step */
 /* Leading dimensions of the tiles with CPU_BK and CPU_RB columns: eight floats more, so
@@ -56,6 +58,7 @@ typedef struct bwd_job {
   gp__attn_bwd_params_t p; /* nslices and nsplit as this implementation uses them */
   int atomic_dq;           /* splits share slice 0 */
   bool simd;               /* the AVX2 tile build (gp__cpu_attn_simd) */
+  bool direct;             /* f32: the GEMMs read q and dO in place */
   int64_t qchunks, kchunks; /* items per (sequence, head) of the pre and post steps */
   int64_t total_q;         /* varlen: rows of the packed q (lse's row length) */
   int step;
@@ -149,8 +152,9 @@ static void tiles_init(tiles_t *t, float *buf, int64_t d, int64_t dv) {
 }
 
 /* Query row i as row r of the group: its keys in the block at j0 (nk keys) as columns
- * [*c0, *c1] and its lse; q and dO converted. Returns false, with the rows zeroed, when it
- * contributes nothing (no key in the block, or no key at all). */
+ * [*c0, *c1] and its lse; q and dO converted (unless read in place). Returns false, with
+ * the converted rows zeroed, when it contributes nothing (no key in the block, or no key
+ * at all). */
 static bool group_row(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t b, int64_t h,
                       int64_t r, int64_t i, int64_t j0, int64_t nk, int64_t *c0, int64_t *c1,
                       float *lse) {
@@ -161,7 +165,9 @@ static bool group_row(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t 
   gp__attn_key_range(i, s->sq, s->sk, f->window_left, f->window_right, &rlo, &rhi);
   *lse = f->cu_q ? f->lse[h * job->total_q + s->q0 + i] : f->lse[(b * f->heads_q + h) * f->seqlen_q + i];
   *c0 = rlo > j0 ? rlo - j0 : 0, *c1 = rhi - j0 < nk - 1 ? rhi - j0 : nk - 1;
-  if (*c0 > *c1 || *lse == -INFINITY) {
+  const bool live = *c0 <= *c1 && *lse != -INFINITY;
+  if (job->direct) return live;
+  if (!live) {
     memset(q, 0, (size_t)d * sizeof(float));
     memset(g, 0, (size_t)dv * sizeof(float));
     return false;
@@ -206,15 +212,23 @@ static void main_rows(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t 
     any = any || live[r];
   }
   if (!any) return;
-  gp__cpu_attn_gemm(simd, rows, nkp, d, t->q, dp, t->kt, CPU_LDT, t->s, CPU_LDT, false);
-  gp__cpu_attn_gemm(simd, rows, nkp, f->head_dim_v, t->g, dvp, t->vt, CPU_LDT, t->dp, CPU_LDT, false);
+  /* Q and dO: the converted rows, or (f32) the tensors' own, read exactly d and dv wide */
+  const float *q = t->q, *g = t->g;
+  int64_t ldq = dp, ldg = dvp, nq = dp, ng = dvp;
+  if (job->direct) {
+    q = (const float *)f->q + b * f->q_bs + (s->q0 + i0) * f->q_ss + h * f->q_hs;
+    g = (const float *)job->p.d_o + b * f->o_bs + (s->q0 + i0) * f->o_ss + h * f->o_hs;
+    ldq = f->q_ss, ldg = f->o_ss, nq = d, ng = f->head_dim_v;
+  }
+  gp__cpu_attn_gemm(simd, rows, nkp, d, q, ldq, t->kt, CPU_LDT, t->s, CPU_LDT, false);
+  gp__cpu_attn_gemm(simd, rows, nkp, f->head_dim_v, g, ldg, t->vt, CPU_LDT, t->dp, CPU_LDT, false);
   for (int64_t r = 0; r < rows; r++)
     p_ds_row(job, t, r, live[r], c0[r], c1[r], nk, lse[r],
              live[r] ? job->p.ws_d[(s->wq + i0 + r) * f->heads_q + h] : 0.0f);
   gp__cpu_attn_transpose(simd, rows, nk, t->s, CPU_LDT, t->pt, CPU_LDR);
   gp__cpu_attn_transpose(simd, rows, nk, t->dp, CPU_LDT, t->dst, CPU_LDR);
-  gp__cpu_attn_gemm(simd, nk, dvp, rows, t->pt, CPU_LDR, t->g, dvp, t->dv, dvp, true);
-  gp__cpu_attn_gemm(simd, nk, dp, rows, t->dst, CPU_LDR, t->q, dp, t->dk, dp, true);
+  gp__cpu_attn_gemm(simd, nk, ng, rows, t->pt, CPU_LDR, g, ldg, t->dv, dvp, true);
+  gp__cpu_attn_gemm(simd, nk, nq, rows, t->dst, CPU_LDR, q, ldq, t->dk, dp, true);
   gp__cpu_attn_gemm(simd, rows, dp, nk, t->dp, CPU_LDT, t->kr, dp, t->dq, dp, false);
   for (int64_t r = 0; r < rows; r++) {
     if (!live[r]) continue;
@@ -377,13 +391,18 @@ gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_
   if (job == NULL) return BWD_ERR(GP_ERROR_OUT_OF_MEMORY, "no memory for the job");
   const gp__attn_params_t *f = &p->f;
   const int64_t nkb = (f->seqlen_k + CPU_BK - 1) / CPU_BK;
-  int64_t splits = gp__attn_bwd_splits(f->batch, f->heads_q, f->seqlen_k);
+
   job->p = *p;
   if (p->deterministic) { /* one slice per split (the workspace has p->nslices) */
     job->p.nsplit = p->nslices < nkb ? p->nslices : nkb;
     job->p.nslices = job->p.nsplit;
     job->atomic_dq = 0;
   } else {
+    /* Splits only for parallelism: about two items per thread. Each split past the first
+     * makes every dq addition atomic, so a machine with few threads takes few splits
+     * (atomic sums have no fixed order anyway, so the thread count may decide here). */
+    const int64_t bh = f->batch * f->heads_q, want = 2 * (int64_t)gp__cpu_attn_threads(INT32_MAX);
+    const int64_t splits = (want + bh - 1) / bh;
     job->p.nsplit = splits < nkb ? splits : nkb;
     job->p.nslices = 1;
     job->atomic_dq = job->p.nsplit > 1;
@@ -392,6 +411,7 @@ gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_
   job->kchunks = (f->seqlen_k + CPU_ROWS - 1) / CPU_ROWS;
   job->total_q = 0;
   job->simd = simd;
+  job->direct = f->dtype == GP_F32;
   job->step = STEP_PRE;
   job->items = 0;
   atomic_init(&job->next, 0);

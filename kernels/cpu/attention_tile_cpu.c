@@ -286,6 +286,10 @@ void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *
 }
 
 void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int dtype, int64_t n) {
+  if (dtype == GP_F32) { /* the portable build copies too */
+    memcpy(dst, (const float *)src + off, (size_t)n * sizeof(float));
+    return;
+  }
 #if HAVE_X86
   if (simd) {
     load_avx2(dst, src, off, dtype, n);
