@@ -41,6 +41,7 @@ typedef struct bench_opts {
   int64_t causal;                               /* -1: both */
   bool backward;                                /* attention: time gp_attention_bwd */
   int64_t deterministic;                        /* attention backward: desc.deterministic */
+  int64_t sweep;                                /* attention: seqlens in the sweep */
   int64_t bytes;                                /* memcpy */
   int64_t kernels;                              /* launch: length of the chain */
   const char *dtype;
@@ -492,6 +493,64 @@ static void attn_anchor(const bench_opts_t *o, gp_stream_t s, const gp_attention
   gp_free(q), gp_free(k), gp_free(v), gp_free(sm), gp_free(out);
 }
 
+/* Times one attention shape (forward, or backward with --backward) and prints its row;
+ * *ms_out: the median. */
+static int attention_row(const bench_opts_t *o, gp_stream_t s, gp_dtype_t t, int64_t batch, int64_t seq,
+                         int64_t hq, int64_t hkv, int64_t d, int causal, double *ms_out) {
+  int rc = 0;
+  gp_attention_desc_t a;
+  gp_attention_desc_init(&a);
+  a.dtype = t, a.batch = batch, a.seqlen_q = a.seqlen_k = seq;
+  a.heads_q = hq, a.heads_kv = hkv, a.head_dim = d, a.causal = causal;
+  void *q = NULL, *k = NULL, *v = NULL, *out_o = NULL;
+  double ms = 0;
+  char shape[96];
+  snprintf(shape, sizeof shape, "b%lld s%lld h%lld/%lld d%lld%s", (long long)batch,
+           (long long)seq, (long long)hq, (long long)hkv, (long long)d, causal ? " causal" : "");
+  size_t nq, nkv;
+  if (!elements(&nq, batch, seq, hq, d) || !elements(&nkv, batch, seq, hkv, d)) return 2;
+  TOOL_TRY(filled(&q, t, nq));
+  TOOL_TRY(filled(&k, t, nkv));
+  TOOL_TRY(filled(&v, t, nkv));
+  TOOL_TRY(gp_malloc(&out_o, nq * gp_dtype_size(t)));
+  a.q = q, a.k = k, a.v = v, a.o = out_o;
+  double flops = 4.0 * (double)batch * (double)hq * (double)seq * (double)seq * (double)d;
+  if (causal) flops /= 2;
+  if (o->backward) {
+    if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
+    TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
+    result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0, NULL);
+  } else {
+    TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
+    const double tf = flops * 1e-9 / ms;
+    double anchor = 0;
+    char note[200] = "";
+    if (gp_backend() == GP_BACKEND_HIP) attn_anchor(o, s, &a, &anchor, note, sizeof note);
+    result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", tf, anchor,
+           anchor > 0 ? tf / anchor : 0, note[0] ? note : NULL);
+  }
+  *ms_out = ms;
+out:
+  gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
+  return rc;
+}
+
+/* The exponent e of time ~ work^e over a seqlen sweep (work = seqlen_q * seqlen_k, halved
+ * when causal): about 1.0 when the time is the quadratic work, below it where fixed
+ * costs dominate the short sequences. In --json mode on stderr, so stdout stays one
+ * document. */
+static void attention_scaling(const bench_opts_t *o, const int64_t *seqs, const double *ms, int n,
+                              int causal) {
+  double work[16];
+  for (int i = 0; i < n; i++) work[i] = (double)seqs[i] * (double)seqs[i] * (causal ? 0.5 : 1.0);
+  const double e = tool_fit_exponent(work, ms, n);
+  fprintf(o->json ? stderr : stdout,
+          "scaling    seqlen %lld..%lld%s: time ~ work^%.2f (work = seqlen_q * seqlen_k%s; "
+          "expected ~1.0)\n",
+          (long long)seqs[0], (long long)seqs[n - 1], causal ? " causal" : "", e,
+          causal ? ", halved when causal" : "");
+}
+
 static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   bool cpu = gp_backend() == GP_BACKEND_CPU;
   /* Llama-3-8B attention: 32 query heads, 8 KV heads, head_dim 128. */
@@ -499,45 +558,21 @@ static int bench_attention(const bench_opts_t *o, gp_stream_t s) {
   int64_t hq = o->heads ? o->heads : 32, hkv = o->kv_heads ? o->kv_heads : (o->heads ? o->heads : 8);
   int64_t d = o->hdim ? o->hdim : 128;
   gp_dtype_t t = o->dtype ? parse_dtype(o->dtype) : GP_BF16;
-  int rc = 0;
+  /* --sweep N: seqlen / 2^(N-1), ..., seqlen / 2, seqlen */
+  int points = o->sweep > 1 ? (int)(o->sweep < 16 ? o->sweep : 16) : 1;
+  while (points > 1 && (seq >> (points - 1)) < 1) points--;
   for (int causal = 0; causal < 2; causal++) {
     if (o->causal >= 0 && causal != o->causal) continue;
-    gp_attention_desc_t a;
-    gp_attention_desc_init(&a);
-    a.dtype = t, a.batch = batch, a.seqlen_q = a.seqlen_k = seq;
-    a.heads_q = hq, a.heads_kv = hkv, a.head_dim = d, a.causal = causal;
-    void *q = NULL, *k = NULL, *v = NULL, *out_o = NULL;
-    double ms = 0;
-    char shape[96];
-    snprintf(shape, sizeof shape, "b%lld s%lld h%lld/%lld d%lld%s", (long long)batch,
-             (long long)seq, (long long)hq, (long long)hkv, (long long)d, causal ? " causal" : "");
-    size_t nq, nkv;
-    if (!elements(&nq, batch, seq, hq, d) || !elements(&nkv, batch, seq, hkv, d)) return 2;
-    TOOL_TRY(filled(&q, t, nq));
-    TOOL_TRY(filled(&k, t, nkv));
-    TOOL_TRY(filled(&v, t, nkv));
-    TOOL_TRY(gp_malloc(&out_o, nq * gp_dtype_size(t)));
-    a.q = q, a.k = k, a.v = v, a.o = out_o;
-    double flops = 4.0 * (double)batch * (double)hq * (double)seq * (double)seq * (double)d;
-    if (causal) flops /= 2;
-    if (o->backward) {
-      if (o->deterministic) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " det");
-      TOOL_TRY(time_attn_bwd(o, shape, &a, s, &ms));
-      result(o, "attn-bwd", shape, gp_dtype_name(t), ms, "tflops", 2.5 * flops * 1e-9 / ms, 0, 0, NULL);
-    } else {
-      TOOL_TRY(time_runs(o, shape, run_attn, &a, s, &ms));
-      const double tf = flops * 1e-9 / ms;
-      double anchor = 0;
-      char note[200] = "";
-      if (gp_backend() == GP_BACKEND_HIP) attn_anchor(o, s, &a, &anchor, note, sizeof note);
-      result(o, "attention", shape, gp_dtype_name(t), ms, "tflops", tf, anchor,
-             anchor > 0 ? tf / anchor : 0, note[0] ? note : NULL);
+    int64_t seqs[16];
+    double ms[16];
+    for (int i = 0; i < points; i++) {
+      seqs[i] = seq >> (points - 1 - i);
+      int rc = attention_row(o, s, t, batch, seqs[i], hq, hkv, d, causal, &ms[i]);
+      if (rc) return rc;
     }
-  out:
-    gp_free(q), gp_free(k), gp_free(v), gp_free(out_o);
-    if (rc) return rc;
+    if (points > 1) attention_scaling(o, seqs, ms, points, causal);
   }
-  return rc;
+  return 0;
 }
 
 /* bench attention --paged (cli/bench_paged.c). */
@@ -640,6 +675,8 @@ static const char bench_usage[] =
     "  attention: --batch B --seqlen S --heads H --kv-heads H --head-dim D --causal 0|1 --dtype\n"
     "             --backward (time gp_attention_bwd; TFLOP/s count 2.5x the forward's)\n"
     "             --deterministic 0|1 (backward)\n"
+    "             --sweep N (also seqlen / 2, ..., seqlen / 2^(N-1), at most 16 points, and\n"
+    "             the fitted exponent of time ~ (seqlen_q * seqlen_k)^e, halved when causal)\n"
     "             default: 32/8 heads, head_dim 128, bf16, causal and not;\n"
     "             batch 4 x 4096 (GPU), batch 1 x 512 (CPU); on the hip backend beside\n"
     "             hipBLASLt's two batched GEMMs of the same FLOPs (when installed)\n"
@@ -731,6 +768,7 @@ int tool_bench(int argc, char **argv) {
                tool_arg_i64(argc, argv, &i, "--head-dim", &o.hdim) ||
                tool_arg_i64(argc, argv, &i, "--causal", &o.causal) ||
                tool_arg_i64(argc, argv, &i, "--deterministic", &o.deterministic) ||
+               tool_arg_i64(argc, argv, &i, "--sweep", &o.sweep) ||
                tool_arg_i64(argc, argv, &i, "--bytes", &o.bytes) ||
                tool_arg_i64(argc, argv, &i, "--kernels", &o.kernels) ||
                tool_arg_i64(argc, argv, &i, "--page-size", &o.pg.page_size) ||

@@ -161,15 +161,17 @@ typedef struct gp__attn_bwd_kernels {
 } gp__attn_bwd_kernels_t;
 
 /* CPU backend: enqueues the tiled host implementation on stream (already resolved)
- * in stream order; p is copied. Writes a short name of the implementation chosen (for
- * the INFO line) into what. Defined in kernels/cpu/attention_fwd_cpu.c. */
-gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, char *what,
-                                  size_t what_len);
+ * in stream order; p is copied; simd: the AVX2 + FMA tiles (gp__cpu_attn_simd), else the
+ * portable ones. Writes a short name of the implementation chosen (for the INFO line)
+ * into what. Defined in kernels/cpu/attention_fwd_cpu.c. */
+gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, bool simd,
+                                  char *what, size_t what_len);
 
 /* CPU backend: enqueues the tiled host backward (kernels/cpu/attention_bwd_cpu.c) on stream
- * (already resolved); p is copied, its nslices is the workspace's. */
-gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, char *what,
-                                  size_t what_len);
+ * (already resolved); p is copied, its nslices is the workspace's; simd as for
+ * gp__cpu_attention_fwd. */
+gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, bool simd,
+                                  char *what, size_t what_len);
 
 /* gp_attention_fwd running a given build of the portable kernel (the tests run a
  * width-64 build on the CPU executor, as HIP runs it). Defined in src/attention.c. */

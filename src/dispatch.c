@@ -121,6 +121,45 @@ void gp__cpu_convert_set(int mode) {
                         memory_order_relaxed);
 }
 
+/* ---- the host attention's instruction set ------------------------------------------------ */
+
+static pthread_once_t g_simd_once = PTHREAD_ONCE_INIT;
+static bool g_simd_env;
+static atomic_int g_simd_override = -1;
+
+static void read_simd_env(void) {
+  const char *e = getenv("GP_CPU_ATTENTION_SIMD");
+  g_simd_env = true;
+  if (e == NULL || *e == '\0' || strcmp(e, "avx2") == 0) return;
+  if (strcmp(e, "scalar") == 0)
+    g_simd_env = false;
+  else
+    GP__WARN(GP__SUB_ALL, "GP_CPU_ATTENTION_SIMD=%s is not one of avx2, scalar: using avx2", e);
+}
+
+bool gp__cpu_attn_simd(void) {
+  bool want;
+  const int o = atomic_load_explicit(&g_simd_override, memory_order_relaxed);
+  if (o >= 0) {
+    want = o != 0;
+  } else {
+    pthread_once(&g_simd_once, read_simd_env);
+    want = g_simd_env;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  /* F16C too (the f16 tile loads): every AVX2 processor has it, but it is its own bit */
+  return want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  (void)want;
+  return false;
+#endif
+}
+
+void gp__cpu_attn_simd_set(int simd) {
+  atomic_store_explicit(&g_simd_override, simd < 0 ? -1 : simd != 0, memory_order_relaxed);
+}
+
 /* ---- which families run here --------------------------------------------------------------- */
 
 /* cpu backend: the families mode m enables (src/dispatch.h, gp__cpu_mode_t). */

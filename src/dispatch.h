@@ -111,6 +111,17 @@ typedef enum gp__cpu_convert {
 gp__cpu_convert_t gp__cpu_convert(void);
 void gp__cpu_convert_set(int mode);
 
+/* The instruction set of the cpu backend's host attention tiles (forward, backward,
+ * kvcache; kernels/cpu/attention_tile_cpu.c): GP_CPU_ATTENTION_SIMD=avx2 (the default)
+ * runs the AVX2 + FMA build where the processor has both, scalar the portable C build.
+ * True for the AVX2 build: the last gp__cpu_attn_simd_set() value, else the variable,
+ * parsed once per process (an unknown value warns once and means avx2); always false on
+ * a processor without AVX2 and FMA. */
+bool gp__cpu_attn_simd(void);
+/* Overrides GP_CPU_ATTENTION_SIMD for the whole process (tests): 1 avx2, 0 scalar, < 0
+ * returns to the variable. */
+void gp__cpu_attn_simd_set(int simd);
+
 /* ---- the walk --------------------------------------------------------------------------- */
 
 /* One walk over a table: the operation, what decides which families are enabled, and the

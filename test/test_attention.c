@@ -105,6 +105,13 @@ static const acase_t cases[] = {
     {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
     {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0, 0},
     {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0, 0},
+    /* the host tiles' edges (64 query rows, 128 keys): partial tiles, head_dim 80, a
+     * head_dim_v not a multiple of 8, causal with sq != sk across tiles, GQA */
+    {"f32 d80 200x300 gqa causal", GP_F32,  1, 200, 300, 4, 2, 80,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 0, NULL, NULL, 0, 0},
+    {"bf16 d256 130x260 causal",   GP_BF16, 1, 130, 260, 2, 1, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 0, NULL, NULL, 0, 0},
+    {"f16 d96 129x257 gqa",        GP_F16,  1, 129, 257, 4, 2, 96,  0, 0, NOWIN,   L_DEFAULT, 1, 0, 0, NULL, NULL, 0, 0},
+    {"f32 d32 300x129 causal sq>sk", GP_F32, 1, 300, 129, 2, 2, 32, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 0, NULL, NULL, 0, 0},
+    {"f32 d20/12 70x140 window pad", GP_F32, 2, 70, 140, 2, 1, 20,  12, 0, 50, 3,  L_PAD,     1, 0, 0, NULL, NULL, 0, 0},
     /* q, k and v one element off every 16-byte boundary: no cp.async or TMA family takes
      * them (each declines, never a misaligned access); MFMA loads elements */
     {"f16 d64 40x50 causal shifted", GP_F16, 1, 40, 50, 2, 1, 64, 0, 1, NOWIN,     L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 1},
@@ -162,7 +169,7 @@ static const char *expected_kernel(const acase_t *c, int mode, const gp_attentio
   const int64_t dv = c->dv ? c->dv : c->d;
   const int varlen = c->lens_q != NULL, half = c->dtype != GP_F32 && dv == c->d;
   const char *tn = c->dtype == GP_BF16 ? "bf16" : "f16";
-  if (mode == M_DEFAULT) return "cpu-attention-fwd";
+  if (mode == M_DEFAULT) return gp__cpu_attn_simd() ? "cpu-attention-fwd-avx2" : "cpu-attention-fwd";
   if (mode == M_SM90A) {
     int kk = -1, kv = -1;
     if (half && (c->d == 64 || c->d == 128) && rows16(d->q, tq, varlen) && tma_kv(d->k, tk, c, varlen, &kk) &&
@@ -401,6 +408,16 @@ static void run_one(const acase_t *c, int mode, uint64_t id) {
 static void run_case(const acase_t *c, int mode) { run_one(c, mode, (uint64_t)(c - cases)); }
 
 START_TEST(test_host) { run_case(&cases[_i], M_DEFAULT); }
+END_TEST
+
+/* The host implementation's portable tiles (GP_CPU_ATTENTION_SIMD=scalar); test_host runs
+ * the AVX2 ones where the processor has them, and the kernel name says which ran. */
+START_TEST(test_host_scalar) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  gp__cpu_attn_simd_set(0);
+  run_case(&cases[_i], M_DEFAULT);
+  gp__cpu_attn_simd_set(-1);
+}
 END_TEST
 
 /* The portable kernel on the executor (cpu backend; GPU backends run it by default). */
@@ -894,6 +911,10 @@ static Suite *attention_suite(void) {
   tc = tcase_create("host");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_host, 0, NCASES);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("host_scalar");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_host_scalar, 0, NCASES);
   suite_add_tcase(s, tc);
   tc = tcase_create("portable");
   tcase_set_timeout(tc, 60);

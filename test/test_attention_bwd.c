@@ -108,6 +108,10 @@ static const bcase_t cases[] = {
     {"f32 d32 bhsd layout",          GP_F32,  2, 33,   77,  2, 2, 32,  0, 0, NOWIN,  L_BHSD,    0, 1, 0, NULL, NULL, 0},
     {"bf16 d40 padded gqa",          GP_BF16, 2, 45,   31,  4, 2, 40,  0, 0, NOWIN,  L_PAD,     0, 1, 0, NULL, NULL, 0},
     {"f32 d96 1x1",                  GP_F32,  3, 1,    1,   2, 2, 96,  0, 0, NOWIN,  L_DEFAULT, 0, 1, 0, NULL, NULL, 0},
+    /* the host tiles' edges (64 query rows, 128 keys): partial tiles, head_dim 80, GQA */
+    {"f32 d80 150x200 gqa causal",   GP_F32,  1, 150,  200, 4, 2, 80,  0, 1, NOWIN,  L_DEFAULT, 0, 0, 1, NULL, NULL, 0},
+    {"bf16 d256 70x130 causal",      GP_BF16, 1, 70,   130, 2, 1, 256, 0, 1, NOWIN,  L_DEFAULT, 0, 0, 0, NULL, NULL, 0},
+    {"f16 d96/24 129x65 gqa",        GP_F16,  1, 129,  65,  4, 2, 96,  24, 0, NOWIN, L_DEFAULT, 0, 0, 0, NULL, NULL, 0},
     {"bf16 d64 1024x1023 causal",    GP_BF16, 1, 1024, 1023, 1, 1, 64, 0, 1, NOWIN,  L_DEFAULT, 0, 0, 1, NULL, NULL, 0},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
@@ -322,7 +326,7 @@ static const char *expected_kernel(const run_t *r, int mode, char *buf, size_t l
   const geom_t *g = &r->g;
   const int half = c->dtype != GP_F32 && g->dv == c->d;
   const char *tn = c->dtype == GP_BF16 ? "bf16" : "f16";
-  if (mode == M_DEFAULT) return "cpu-attention-bwd";
+  if (mode == M_DEFAULT) return gp__cpu_attn_simd() ? "cpu-attention-bwd-avx2" : "cpu-attention-bwd";
   if (mode == M_SM80 && half && (c->d == 32 || c->d == 64 || c->d == 96 || c->d == 128 || c->d == 256) &&
       rows16(r->desc.q, &g->tq, g->varlen) && rows16(r->desc.k, &g->tk, g->varlen) &&
       rows16(r->desc.v, &g->tv, g->varlen) && rows16(r->ddo, &g->to, g->varlen)) {
@@ -469,6 +473,12 @@ START_TEST(test_case) {
     if (mode == M_MFMA && !mfma_takes(c)) continue;
     run_bwd(&r, mode, 0);
     check_grads(&r, mode_names[mode]);
+  }
+  if (cpu) { /* the host implementation's portable tiles (GP_CPU_ATTENTION_SIMD=scalar) */
+    gp__cpu_attn_simd_set(0);
+    run_bwd(&r, M_DEFAULT, 0);
+    check_grads(&r, "host scalar");
+    gp__cpu_attn_simd_set(-1);
   }
   if (c->det) {
     check_deterministic(&r, M_DEFAULT);

@@ -6,14 +6,14 @@
  *   pre   items (sequence, query head, 32 query rows): D = rowsum(dO * O) in f32, and
  *         the rows of every dq accumulator slice in use set to zero.
  *   main  items (sequence, query head, split): split s takes key blocks s, s + nsplit, ...
- *         of CPU_BK keys. For a key block, K (also transposed) and V (transposed) are
+ *         of CPU_BK keys. For a key block, K (rows and transposed) and V (transposed) are
  *         converted to f32 once; the query rows that see one of its keys are converted in
- *         groups of CPU_RB, and P is recomputed from the forward's lse (never stored):
- *         s_j = scale q.k_j, P_j = exp(s_j - lse), dP_j = dO.v_j, dS_j = P_j (dP_j - D)
- *         (4 x 8 register tiles), then dV_j += sum_r P_rj dO_r, dK_j += sum_r dS_rj q_r
- *         (per-key f32 accumulators of the block, four rows per pass) and
- *         dq_r += sum_j dS_rj k_j (one f32 row per query row, added to its accumulator
- *         slice once per key block). At the end of the block dK (scaled) and dV are
+ *         groups of up to CPU_RB, and P is recomputed from the forward's lse (never
+ *         stored): S = scale Q K^T, P = exp(S - lse), dP = dO V^T, dS = P (dP - D), then
+ *         dV += P^T dO, dK += dS^T Q (per-key f32 accumulators of the block) and
+ *         dq = dS K (added to each row's accumulator slice once per key block): five
+ *         GEMM tiles (attention_tile_cpu.c, P and dS transposed for two of them) and one
+ *         vectorised exp pass per row. At the end of the block dK (scaled) and dV are
  *         stored, or, with GQA/MQA, kept in f32 per query head in the workspace.
  *   post  items (sequence, query head, 32 rows): dq = scale * (sum of the slices, in
  *         order); with GQA/MQA, items (sequence, key/value head, 32 key rows):
@@ -21,12 +21,15 @@
  * Deterministic mode gives split s its own dq slice, so every sum has a fixed order and
  * the result depends neither on the thread count nor on scheduling. Otherwise the splits
  * of one (sequence, head) share one slice through atomic additions, as the GPU kernels
- * do. The split count comes from the shape alone (gp__attn_bwd_splits).
+ * do. The split count comes from the shape alone (gp__attn_bwd_splits) in deterministic
+ * mode; otherwise from the thread count (about two items per thread), so that few
+ * threads mean few atomic additions.
  *
  * The call is enqueued with gp__be_enqueue_host_work, so it runs in stream order on the
  * stream's worker, which runs each step over up to GP_CPU_THREADS threads (default: the
  * online cores) taking items from a shared counter. Host memory per call: the job
- * record and per-thread tile buffers, O(CPU_BK * (head_dim + head_dim_v)) floats each;
+ * record and per-thread tile buffers, O((CPU_BK + CPU_RB) * (head_dim + head_dim_v +
+ * CPU_BK)) floats each;
  * everything of the problem's size is in the caller's workspace.
  */
 #include <math.h>
@@ -39,9 +42,13 @@
 #include "attention_impl.h"
 #include "internal.h"
 
-#define CPU_BK 64   /* keys per key block */
+#define CPU_BK 128  /* keys per key block */
 #define CPU_ROWS 32 /* rows per item of the pre and post steps */
-#define CPU_RB 4    /* query rows per group in the main step (dots4 and axpy4x2 take four) */
+#define CPU_RB 64   /* query rows per group in the main step */
+/* Leading dimensions of the tiles with CPU_BK and CPU_RB columns: eight floats more, so
+ * the rows a GEMM walks down do not all fall in the same cache sets. */
+#define CPU_LDT (CPU_BK + 8)
+#define CPU_LDR (CPU_RB + 8)
 
 #define BWD_ERR(status, ...) gp__error((status), "gp_attention_bwd", __VA_ARGS__)
 
@@ -50,6 +57,8 @@ enum step { STEP_PRE, STEP_MAIN, STEP_POST };
 typedef struct bwd_job {
   gp__attn_bwd_params_t p; /* nslices and nsplit as this implementation uses them */
   int atomic_dq;           /* splits share slice 0 */
+  bool simd;               /* the AVX2 tile build (gp__cpu_attn_simd) */
+  bool direct;             /* f32: the GEMMs read q and dO in place */
   int64_t qchunks, kchunks; /* items per (sequence, head) of the pre and post steps */
   int64_t total_q;         /* varlen: rows of the packed q (lse's row length) */
   int step;
@@ -101,164 +110,153 @@ static void pre_item(const bwd_job_t *job, int64_t item) {
 
 /* ---- main: the loop over key blocks -------------------------------------------------------- */
 
-/* Per-thread tile buffers (f32). Rows are padded to multiples of 8 and the padding stays
- * zero (the buffer is zeroed once and padding is never written), so the inner loops have
- * fixed trip counts the compiler vectorises. */
+/* Per-thread tile buffers (f32), allocated once per call. Row lengths are padded to
+ * multiples of 8 (the padding of kr stays zero: it is never written), and the tiles a
+ * GEMM walks down have CPU_LDT-long rows so their rows spread over the cache sets. */
 typedef struct tiles {
-  float *kt;  /* [d][CPU_BK] K transposed, for the scores */
   float *kr;  /* [CPU_BK][dp] K rows, for dq */
-  float *vt;  /* [dv][CPU_BK] V transposed, for dP */
+  float *kt;  /* [d][CPU_LDT] K transposed, for the scores */
+  float *vt;  /* [dv][CPU_LDT] V transposed, for dP */
   float *dk;  /* [CPU_BK][dp] */
-  float *dv;  /* [CPU_BK][dvp] */
+  float *dv;  /* [CPU_BK][dvp] (first V's rows, before their transposition) */
   float *q;   /* [CPU_RB][dp] the group's query rows */
   float *g;   /* [CPU_RB][dvp] their rows of dO */
   float *dq;  /* [CPU_RB][dp] */
-  float s[CPU_RB][CPU_BK], dp[CPU_RB][CPU_BK], p[CPU_RB][CPU_BK], ds[CPU_RB][CPU_BK];
+  float *s;   /* [CPU_RB][CPU_LDT] scores, then P */
+  float *dp;  /* [CPU_RB][CPU_LDT] dP, then dS */
+  float *pt;  /* [CPU_BK][CPU_LDR] P transposed */
+  float *dst; /* [CPU_BK][CPU_LDR] dS transposed */
   int64_t dpad, dvpad;
 } tiles_t;
 
 static size_t tiles_floats(int64_t d, int64_t dv) {
   int64_t dp = pad8(d), dvp = pad8(dv);
-  return (size_t)(d * CPU_BK + CPU_BK * dp + dv * CPU_BK + CPU_BK * dp + CPU_BK * dvp +
-                  CPU_RB * (2 * dp + dvp));
+  return (size_t)(2 * CPU_BK * dp + (d + dv) * CPU_LDT + CPU_BK * dvp + CPU_RB * (2 * dp + dvp) +
+                  2 * CPU_RB * CPU_LDT + 2 * CPU_BK * CPU_LDR);
 }
 
 static void tiles_init(tiles_t *t, float *buf, int64_t d, int64_t dv) {
   t->dpad = pad8(d), t->dvpad = pad8(dv);
-  t->kt = buf;
-  t->kr = t->kt + d * CPU_BK;
-  t->vt = t->kr + CPU_BK * t->dpad;
-  t->dk = t->vt + dv * CPU_BK;
+  t->kr = buf;
+  t->kt = t->kr + CPU_BK * t->dpad;
+  t->vt = t->kt + d * CPU_LDT;
+  t->dk = t->vt + dv * CPU_LDT;
   t->dv = t->dk + CPU_BK * t->dpad;
   t->q = t->dv + CPU_BK * t->dvpad;
-  t->dq = t->q + CPU_RB * t->dpad;
-  t->g = t->dq + CPU_RB * t->dpad;
-}
-
-/* y0[0..n) += sum_r a0[r] x_r and y1[0..n) += sum_r a1[r] x_r over the four rows
- * x_r = x + r * ld (n a multiple of 8): two outputs per pass share the loads of x. */
-static void axpy4x2(float *restrict y0, float *restrict y1, const float a0[4], const float a1[4],
-                    const float *restrict x, int64_t ld, int64_t n) {
-  const float *restrict x0 = x, *restrict x1 = x + ld, *restrict x2 = x + 2 * ld, *restrict x3 = x + 3 * ld;
-  const float b0 = a0[0], b1 = a0[1], b2 = a0[2], b3 = a0[3];
-  const float c0 = a1[0], c1 = a1[1], c2 = a1[2], c3 = a1[3];
-  for (int64_t e = 0; e < n; e += 8)
-    for (int u = 0; u < 8; u++) {
-      const float v0 = x0[e + u], v1 = x1[e + u], v2 = x2[e + u], v3 = x3[e + u];
-      y0[e + u] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3;
-      y1[e + u] += c0 * v0 + c1 * v1 + c2 * v2 + c3 * v3;
-    }
-}
-
-/* y[0..n) += sum_{c < 8} a[c] x_c over the rows x_c = x + c * ld (n a multiple of 8). */
-static void axpy8(float *restrict y, const float a[8], const float *restrict x, int64_t ld, int64_t n) {
-  const float *restrict x0 = x, *restrict x1 = x + ld, *restrict x2 = x + 2 * ld, *restrict x3 = x + 3 * ld;
-  const float *restrict x4 = x + 4 * ld, *restrict x5 = x + 5 * ld, *restrict x6 = x + 6 * ld;
-  const float *restrict x7 = x + 7 * ld;
-  const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5], a6 = a[6], a7 = a[7];
-  for (int64_t e = 0; e < n; e += 8)
-    for (int u = 0; u < 8; u++)
-      y[e + u] += a0 * x0[e + u] + a1 * x1[e + u] + a2 * x2[e + u] + a3 * x3[e + u] +
-                  a4 * x4[e + u] + a5 * x5[e + u] + a6 * x6[e + u] + a7 * x7[e + u];
-}
-
-/* out[r][c] = sum_e x_r[e] * mt[e][c] for the CPU_RB rows x_r = x + r * ld and the
- * CPU_BK columns of a transposed tile: 4 x 8 accumulators stay in registers while a
- * row of the tile streams past. */
-static void dots4(float out[CPU_RB][CPU_BK], const float *restrict x, int64_t ld,
-                  const float *restrict mt, int64_t n) {
-  for (int cb = 0; cb < CPU_BK; cb += 8) {
-    float acc[CPU_RB][8] = {{0}};
-    for (int64_t e = 0; e < n; e++) {
-      const float *restrict row = mt + e * CPU_BK + cb;
-#pragma GCC unroll 4
-      for (int r = 0; r < CPU_RB; r++) {
-        const float xr = x[r * ld + e];
-#pragma GCC unroll 8
-        for (int u = 0; u < 8; u++) acc[r][u] += xr * row[u];
-      }
-    }
-    for (int r = 0; r < CPU_RB; r++)
-      for (int u = 0; u < 8; u++) out[r][cb + u] = acc[r][u];
-  }
+  t->g = t->q + CPU_RB * t->dpad;
+  t->dq = t->g + CPU_RB * t->dvpad;
+  t->s = t->dq + CPU_RB * t->dpad;
+  t->dp = t->s + CPU_RB * CPU_LDT;
+  t->pt = t->dp + CPU_RB * CPU_LDT;
+  t->dst = t->pt + CPU_BK * CPU_LDR;
 }
 
 /* Query row i as row r of the group: its keys in the block at j0 (nk keys) as columns
- * [*c0, *c1] and its lse; q and dO converted. Returns false, with the rows zeroed, when it
- * contributes nothing (past the sequence, no key in the block, or no key at all). */
+ * [*c0, *c1] and its lse; q and dO converted (unless read in place). Returns false, with
+ * the converted rows zeroed, when it contributes nothing (no key in the block, or no key
+ * at all). */
 static bool group_row(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t b, int64_t h,
-                      int r, int64_t i, int64_t j0, int64_t nk, int64_t *c0, int64_t *c1,
+                      int64_t r, int64_t i, int64_t j0, int64_t nk, int64_t *c0, int64_t *c1,
                       float *lse) {
   const gp__attn_params_t *f = &job->p.f;
   const int64_t d = f->head_dim, dv = f->head_dim_v;
   float *q = t->q + r * t->dpad, *g = t->g + r * t->dvpad;
-  int64_t rlo = 0, rhi = -1;
-  *lse = -INFINITY;
-  if (i < s->sq) {
-    gp__attn_key_range(i, s->sq, s->sk, f->window_left, f->window_right, &rlo, &rhi);
-    *lse = f->cu_q ? f->lse[h * job->total_q + s->q0 + i] : f->lse[(b * f->heads_q + h) * f->seqlen_q + i];
-  }
+  int64_t rlo, rhi;
+  gp__attn_key_range(i, s->sq, s->sk, f->window_left, f->window_right, &rlo, &rhi);
+  *lse = f->cu_q ? f->lse[h * job->total_q + s->q0 + i] : f->lse[(b * f->heads_q + h) * f->seqlen_q + i];
   *c0 = rlo > j0 ? rlo - j0 : 0, *c1 = rhi - j0 < nk - 1 ? rhi - j0 : nk - 1;
-  if (*c0 > *c1 || *lse == -INFINITY) {
+  const bool live = *c0 <= *c1 && *lse != -INFINITY;
+  if (job->direct) return live;
+  if (!live) {
     memset(q, 0, (size_t)d * sizeof(float));
     memset(g, 0, (size_t)dv * sizeof(float));
     return false;
   }
-  gp__cpu_attn_load_row(q, 1, f->q, b * f->q_bs + (s->q0 + i) * f->q_ss + h * f->q_hs, f->dtype, d);
-  gp__cpu_attn_load_row(g, 1, job->p.d_o, b * f->o_bs + (s->q0 + i) * f->o_ss + h * f->o_hs,
-                        f->dtype, dv);
+  gp__cpu_attn_load(job->simd, q, f->q, b * f->q_bs + (s->q0 + i) * f->q_ss + h * f->q_hs, f->dtype, d);
+  gp__cpu_attn_load(job->simd, g, job->p.d_o, b * f->o_bs + (s->q0 + i) * f->o_ss + h * f->o_hs, f->dtype,
+                    dv);
   return true;
 }
 
-/* The contributions of query rows i0 .. i0 + CPU_RB - 1 (of head h; rows past the
- * sequence contribute nothing) to the key block at j0: dK and dV of the block, and each
- * row's dq accumulator (row i at dq_acc + i * heads_q * head_dim). */
+/* P = exp(scale S - lse) and dS = P (dP - D) for row r (columns [c0, c1]; zero elsewhere,
+ * and over the whole row when it is not live). */
+static void p_ds_row(const bwd_job_t *job, tiles_t *t, int64_t r, bool live, int64_t c0, int64_t c1,
+                     int64_t nk, float lse, float drow) {
+  float *p = t->s + r * CPU_LDT, *ds = t->dp + r * CPU_LDT;
+  if (!live) {
+    memset(p, 0, (size_t)nk * sizeof(float));
+    memset(ds, 0, (size_t)nk * sizeof(float));
+    return;
+  }
+  for (int64_t c = 0; c < c0; c++) p[c] = 0.0f, ds[c] = 0.0f;
+  for (int64_t c = c1 + 1; c < nk; c++) p[c] = 0.0f, ds[c] = 0.0f;
+  (void)gp__cpu_attn_max_scaled(job->simd, p + c0, c1 - c0 + 1, job->p.f.scale);
+  (void)gp__cpu_attn_exp_sum(job->simd, p + c0, c1 - c0 + 1, lse);
+  for (int64_t c = c0; c <= c1; c++) ds[c] = p[c] * (ds[c] - drow);
+}
+
+/* The contributions of query rows i0 .. i0 + rows - 1 (of head h) to the key block at j0:
+ * S = Q K^T and dP = dO V^T, P and dS per row, then dV += P^T dO, dK += dS^T Q and
+ * dq = dS K, all GEMM tiles; dq is added to each row's accumulator (row i at
+ * dq_acc + i * heads_q * head_dim). */
 static void main_rows(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t b, int64_t h,
-                      int64_t i0, int64_t j0, int64_t nk, float *dq_acc) {
+                      int64_t i0, int64_t rows, int64_t j0, int64_t nk, float *dq_acc) {
   const gp__attn_params_t *f = &job->p.f;
-  const int64_t d = f->head_dim, dp = t->dpad, dvp = t->dvpad;
-  int64_t c0[CPU_RB], c1[CPU_RB], cmin = CPU_BK, cmax = -1;
+  const int64_t d = f->head_dim, dp = t->dpad, dvp = t->dvpad, nkp = pad8(nk);
+  const bool simd = job->simd;
+  int64_t c0[CPU_RB], c1[CPU_RB];
   float lse[CPU_RB];
-  bool live[CPU_RB];
-  for (int r = 0; r < CPU_RB; r++) {
+  bool live[CPU_RB], any = false;
+  for (int64_t r = 0; r < rows; r++) {
     live[r] = group_row(job, t, s, b, h, r, i0 + r, j0, nk, &c0[r], &c1[r], &lse[r]);
-    if (live[r] && c0[r] < cmin) cmin = c0[r];
-    if (live[r] && c1[r] > cmax) cmax = c1[r];
+    any = any || live[r];
   }
-  if (cmax < cmin) return;
-  dots4(t->s, t->q, dp, t->kt, d);
-  dots4(t->dp, t->g, dvp, t->vt, f->head_dim_v);
-  for (int r = 0; r < CPU_RB; r++) { /* P and dS, zero where masked */
-    memset(t->p[r], 0, sizeof(t->p[r]));
-    memset(t->ds[r], 0, sizeof(t->ds[r]));
+  if (!any) return;
+  /* Q and dO: the converted rows, or (f32) the tensors' own, read exactly d and dv wide */
+  const float *q = t->q, *g = t->g;
+  int64_t ldq = dp, ldg = dvp, nq = dp, ng = dvp;
+  if (job->direct) {
+    q = (const float *)f->q + b * f->q_bs + (s->q0 + i0) * f->q_ss + h * f->q_hs;
+    g = (const float *)job->p.d_o + b * f->o_bs + (s->q0 + i0) * f->o_ss + h * f->o_hs;
+    ldq = f->q_ss, ldg = f->o_ss, nq = d, ng = f->head_dim_v;
+  }
+  gp__cpu_attn_gemm(simd, rows, nkp, d, q, ldq, t->kt, CPU_LDT, t->s, CPU_LDT, false);
+  gp__cpu_attn_gemm(simd, rows, nkp, f->head_dim_v, g, ldg, t->vt, CPU_LDT, t->dp, CPU_LDT, false);
+  for (int64_t r = 0; r < rows; r++)
+    p_ds_row(job, t, r, live[r], c0[r], c1[r], nk, lse[r],
+             live[r] ? job->p.ws_d[(s->wq + i0 + r) * f->heads_q + h] : 0.0f);
+  gp__cpu_attn_transpose(simd, rows, nk, t->s, CPU_LDT, t->pt, CPU_LDR);
+  gp__cpu_attn_transpose(simd, rows, nk, t->dp, CPU_LDT, t->dst, CPU_LDR);
+  gp__cpu_attn_gemm(simd, nk, ng, rows, t->pt, CPU_LDR, g, ldg, t->dv, dvp, true);
+  gp__cpu_attn_gemm(simd, nk, nq, rows, t->dst, CPU_LDR, q, ldq, t->dk, dp, true);
+  gp__cpu_attn_gemm(simd, rows, dp, nk, t->dp, CPU_LDT, t->kr, dp, t->dq, dp, false);
+  for (int64_t r = 0; r < rows; r++) {
     if (!live[r]) continue;
-    const float drow = job->p.ws_d[(s->wq + i0 + r) * f->heads_q + h];
-    for (int64_t c = c0[r]; c <= c1[r]; c++) {
-      t->p[r][c] = expf(t->s[r][c] * f->scale - lse[r]);
-      t->ds[r][c] = t->p[r][c] * (t->dp[r][c] - drow);
-    }
-  }
-  /* Key columns in pairs and eights from an aligned start: P and dS are zero outside each
-   * row's keys, and CPU_BK is a multiple of 8. */
-  for (int64_t c = cmin & ~(int64_t)1; c <= cmax; c += 2) {
-    const float p0[4] = {t->p[0][c], t->p[1][c], t->p[2][c], t->p[3][c]};
-    const float p1[4] = {t->p[0][c + 1], t->p[1][c + 1], t->p[2][c + 1], t->p[3][c + 1]};
-    const float d0[4] = {t->ds[0][c], t->ds[1][c], t->ds[2][c], t->ds[3][c]};
-    const float d1[4] = {t->ds[0][c + 1], t->ds[1][c + 1], t->ds[2][c + 1], t->ds[3][c + 1]};
-    axpy4x2(t->dv + c * dvp, t->dv + (c + 1) * dvp, p0, p1, t->g, dvp, dvp);
-    axpy4x2(t->dk + c * dp, t->dk + (c + 1) * dp, d0, d1, t->q, dp, dp);
-  }
-  for (int r = 0; r < CPU_RB; r++) {
-    if (!live[r]) continue;
-    float *y = t->dq + r * dp;
-    memset(y, 0, (size_t)dp * sizeof(float));
-    for (int64_t c = cmin & ~(int64_t)7; c <= cmax; c += 8) axpy8(y, &t->ds[r][c], t->kr + c * dp, dp, dp);
+    const float *y = t->dq + r * dp;
     float *row = dq_acc + (i0 + r) * f->heads_q * d;
     if (job->atomic_dq)
       for (int64_t e = 0; e < d; e++) atomic_add_f32(row + e, y[e]);
     else
       for (int64_t e = 0; e < d; e++) row[e] += y[e];
   }
+}
+
+/* Converts the key block [j0, j0 + nk) to f32: K rows and K transposed, V transposed
+ * (through the dV buffer, zeroed after). */
+static void load_block(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t b, int64_t hk, int64_t j0,
+                       int64_t nk) {
+  const gp__attn_params_t *f = &job->p.f;
+  const int64_t d = f->head_dim, dv = f->head_dim_v;
+  for (int64_t c = 0; c < nk; c++) {
+    gp__cpu_attn_load(job->simd, t->kr + c * t->dpad, f->k, b * f->k_bs + (s->k0 + j0 + c) * f->k_ss + hk * f->k_hs,
+                      f->dtype, d);
+    gp__cpu_attn_load(job->simd, t->dv + c * t->dvpad, f->v,
+                      b * f->v_bs + (s->k0 + j0 + c) * f->v_ss + hk * f->v_hs, f->dtype, dv);
+  }
+  gp__cpu_attn_transpose(job->simd, nk, d, t->kr, t->dpad, t->kt, CPU_LDT);
+  gp__cpu_attn_transpose(job->simd, nk, dv, t->dv, t->dvpad, t->vt, CPU_LDT);
+  memset(t->dk, 0, (size_t)(CPU_BK * t->dpad) * sizeof(float));
+  memset(t->dv, 0, (size_t)(CPU_BK * t->dvpad) * sizeof(float));
 }
 
 static void main_item(const bwd_job_t *job, tiles_t *t, int64_t item) {
@@ -273,18 +271,11 @@ static void main_item(const bwd_job_t *job, tiles_t *t, int64_t item) {
 
   for (int64_t kb = split; kb < nkb; kb += p->nsplit) {
     const int64_t j0 = kb * CPU_BK, nk = s.sk - j0 < CPU_BK ? s.sk - j0 : CPU_BK;
-    for (int64_t c = 0; c < nk; c++) {
-      int64_t koff = b * f->k_bs + (s.k0 + j0 + c) * f->k_ss + hk * f->k_hs;
-      gp__cpu_attn_load_row(t->kt + c, CPU_BK, f->k, koff, f->dtype, d);
-      gp__cpu_attn_load_row(t->kr + c * t->dpad, 1, f->k, koff, f->dtype, d);
-      gp__cpu_attn_load_row(t->vt + c, CPU_BK, f->v,
-                            b * f->v_bs + (s.k0 + j0 + c) * f->v_ss + hk * f->v_hs, f->dtype, dv);
-    }
-    memset(t->dk, 0, (size_t)(CPU_BK * t->dpad) * sizeof(float));
-    memset(t->dv, 0, (size_t)(CPU_BK * t->dvpad) * sizeof(float));
+    load_block(job, t, &s, b, hk, j0, nk);
     int64_t ilo, ihi;
     gp__attn_query_range(j0, j0 + nk - 1, s.sq, s.sk, f->window_left, f->window_right, &ilo, &ihi);
-    for (int64_t i = ilo; i <= ihi; i += CPU_RB) main_rows(job, t, &s, b, h, i, j0, nk, dq_acc);
+    for (int64_t i = ilo; i <= ihi; i += CPU_RB)
+      main_rows(job, t, &s, b, h, i, ihi - i + 1 < CPU_RB ? ihi - i + 1 : CPU_RB, j0, nk, dq_acc);
 
     for (int64_t c = 0; c < nk; c++) {
       const int64_t row = s.wk + j0 + c;
@@ -394,19 +385,24 @@ static gp_status_t run_job(void *user) {
   return run_step(job, STEP_POST, nq_items + (job->p.ws_dk ? job->kchunks * f->batch * f->heads_kv : 0));
 }
 
-gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, char *what,
-                                  size_t what_len) {
+gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_t *p, bool simd,
+                                  char *what, size_t what_len) {
   bwd_job_t *job = (bwd_job_t *)malloc(sizeof(*job));
   if (job == NULL) return BWD_ERR(GP_ERROR_OUT_OF_MEMORY, "no memory for the job");
   const gp__attn_params_t *f = &p->f;
   const int64_t nkb = (f->seqlen_k + CPU_BK - 1) / CPU_BK;
-  int64_t splits = gp__attn_bwd_splits(f->batch, f->heads_q, f->seqlen_k);
+
   job->p = *p;
   if (p->deterministic) { /* one slice per split (the workspace has p->nslices) */
     job->p.nsplit = p->nslices < nkb ? p->nslices : nkb;
     job->p.nslices = job->p.nsplit;
     job->atomic_dq = 0;
   } else {
+    /* Splits only for parallelism: about two items per thread. Each split past the first
+     * makes every dq addition atomic, so a machine with few threads takes few splits
+     * (atomic sums have no fixed order anyway, so the thread count may decide here). */
+    const int64_t bh = f->batch * f->heads_q, want = 2 * (int64_t)gp__cpu_attn_threads(INT32_MAX);
+    const int64_t splits = (want + bh - 1) / bh;
     job->p.nsplit = splits < nkb ? splits : nkb;
     job->p.nslices = 1;
     job->atomic_dq = job->p.nsplit > 1;
@@ -414,12 +410,14 @@ gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_
   job->qchunks = (f->seqlen_q + CPU_ROWS - 1) / CPU_ROWS;
   job->kchunks = (f->seqlen_k + CPU_ROWS - 1) / CPU_ROWS;
   job->total_q = 0;
+  job->simd = simd;
+  job->direct = f->dtype == GP_F32;
   job->step = STEP_PRE;
   job->items = 0;
   atomic_init(&job->next, 0);
   snprintf(what, what_len,
-           "cpu tiled (%d-key blocks, %lld split%s x %lld heads x %lld sequences, dq %s, up to %d threads)",
-           CPU_BK, (long long)job->p.nsplit, job->p.nsplit == 1 ? "" : "s", (long long)f->heads_q,
+           "cpu tiled, %s (%d-key blocks, %lld split%s x %lld heads x %lld sequences, dq %s, up to %d threads)",
+           simd ? "avx2+fma" : "scalar", CPU_BK, (long long)job->p.nsplit, job->p.nsplit == 1 ? "" : "s", (long long)f->heads_q,
            (long long)f->batch,
            job->atomic_dq ? "atomic" : job->p.nslices > 1 ? "in per-split slices" : "in one slice",
            gp__cpu_attn_threads(job->p.nsplit * f->batch * f->heads_q));

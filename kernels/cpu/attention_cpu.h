@@ -51,6 +51,23 @@ static inline void gp__cpu_attn_axpy(float *restrict acc, float p, const float *
   for (int64_t e = 0; e < n; e += 8)
     for (int u = 0; u < 8; u++) acc[e + u] += p * v[e + u];
 }
+/* ---- tile operations (attention_tile_cpu.c); simd: the AVX2 + FMA build, else the
+ * portable one (gp__cpu_attn_simd() decides per call) ---- */
+
+/* C[m][n] = A[m][k] B[k][n], or C += A B when acc; row-major operands with leading
+ * dimensions lda, ldb, ldc (elements). */
+void gp__cpu_attn_gemm(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc, bool acc);
+/* dst[c][r] = src[r][c] for r < rows, c < cols (leading dimensions lds, ldd). */
+void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *src, int64_t lds,
+                            float *dst, int64_t ldd);
+/* dst[0..n) = the n elements of dtype at src (element offset off), as f32. */
+void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int dtype, int64_t n);
+/* s[0..n) *= scale; returns their maximum (-inf for n == 0 or a row of -inf). */
+float gp__cpu_attn_max_scaled(bool simd, float *s, int64_t n, float scale);
+/* s[0..n) = exp(s - sub); returns their sum. exp(-inf) is 0. */
+float gp__cpu_attn_exp_sum(bool simd, float *s, int64_t n, float sub);
+
 /* GP_ERROR_INVALID_VALUE (message naming func and the first sequence at fault) when the
  * varlen offsets break the rule of kernels/common/attention_seq.h, or the packed tensors
  * they size run past their allocations. */

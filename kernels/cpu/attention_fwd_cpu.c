@@ -2,18 +2,20 @@
  * attention_fwd_cpu.c - attention forward on the CPU backend: FlashAttention-2's
  * Algorithm 1 (Dao 2023) on the host.
  *
- * Work items are (sequence, query head, block of CPU_BQ query rows). For each item the
- * query block is converted to f32 once; the visible keys are walked in tiles of CPU_BK
- * rows (K and V converted to f32 into per-thread buffers); each row keeps a running
- * maximum m and sum l and an f32 accumulator, rescaled by exp(m_old - m_new) when the
- * maximum grows (online softmax). At the end o = acc / l and lse = m + log(l); a row
- * that saw no key writes zeros and lse = -inf.
+ * Work items are (sequence, query head, block of CPU_BQ query rows), heaviest first. For
+ * each item the query block is converted to f32 once (f32 is read in place); the visible keys are walked in tiles of CPU_BK rows (K converted and
+ * transposed, V converted, into per-thread buffers), and S = Q K^T and acc += P V run as
+ * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l,
+ * rescaling its accumulator by exp(m_old - m_new) when the maximum grows (online
+ * softmax, one vectorised exp pass over each row of scores). At the end o = acc / l
+ * and lse = m + log(l); a row that saw no key writes zeros and lse = -inf.
  *
  * The call is enqueued with gp__be_enqueue_host_work, so it runs in stream order on
  * the stream's worker, asynchronously like a kernel. That worker splits the items over
  * up to GP_CPU_THREADS threads (default: the online cores) that take items from a
  * shared counter. Memory per call is the job record plus per-thread tile buffers
- * (O(CPU_BQ * head_dim + CPU_BK * head_dim) floats), independent of sequence length.
+ * (O((CPU_BQ + CPU_BK) * (head_dim + head_dim_v) + CPU_BQ * CPU_BK) floats), independent
+ * of sequence length.
  */
 #include <math.h>
 #include <pthread.h>
@@ -29,8 +31,11 @@
 #include "internal.h"
 #include "kernels/common/elem.h"
 
-#define CPU_BQ 32 /* query rows per work item */
-#define CPU_BK GP__CPU_ATTN_BK /* keys per tile */
+#define CPU_BQ 64  /* query rows per work item */
+#define CPU_BK 128 /* keys per tile */
+/* Leading dimension of the transposed K tile and the scores: a row of the tile plus
+ * eight floats, so the rows a GEMM walks down do not all fall in the same cache sets. */
+#define CPU_LDT (CPU_BK + 8)
 #define CPU_MAX_THREADS 256
 
 /* Messages name the public function, as the asynchronous error reaches its caller. */
@@ -38,21 +43,24 @@
 
 typedef struct job {
   gp__attn_params_t p;
+  bool simd;          /* the AVX2 tile build (gp__cpu_attn_simd) */
+  bool direct;        /* f32: q and k read in place */
   int64_t tiles;      /* query blocks per (sequence, head) */
   int64_t items;      /* batch * heads_q * tiles */
   int64_t total_q;    /* varlen: rows of the packed q (lse's row length) */
   atomic_llong next;  /* next item to take */
 } job_t;
 
-/* Per-thread tile buffers, f32. K is stored transposed and V with rows padded to a
- * multiple of 8, so the inner loops have fixed trip counts that the compiler vectorises
- * at -O2 (unused columns are zero and their results ignored). */
+/* Per-thread tile buffers, f32. K is stored transposed, so both products are the NN
+ * GEMM of attention_cpu.h; V and the accumulator rows are padded to a multiple of 8. */
 typedef struct scratch {
-  float *q;   /* [CPU_BQ][head_dim] */
-  float *kt;  /* [head_dim][CPU_BK] */
-  float *v;   /* [CPU_BK][dv_pad] */
+  float *q;   /* [CPU_BQ][head_dim] (f16/bf16: q converted) */
+  float *kr;  /* [CPU_BK][head_dim] (f16/bf16: k converted, before its transposition) */
+  float *kt;  /* [head_dim][CPU_LDT] */
+  float *v;   /* [CPU_BK][ldv] v converted */
   float *acc; /* [CPU_BQ][dv_pad] */
-  int64_t dv_pad;
+  float *s;   /* [CPU_BQ][CPU_LDT] scores, then probabilities */
+  int64_t dv_pad, ldv; /* head_dim_v rounded up to 8; that plus 8 (as CPU_LDT) */
   float m[CPU_BQ], l[CPU_BQ];
 } scratch_t;
 
@@ -84,89 +92,138 @@ void gp__cpu_attn_store_row(void *dst, int64_t off, int dtype, const float *src,
 }
 #undef ROW_LOOP
 
-/* One work item: query rows [i0, i0 + CPU_BQ) of head h of sequence b. */
+/* Where one item's rows are: (sequence, head) and the query block, heaviest blocks
+ * first (with a causal mask the last block of every head sees the most keys), so the
+ * threads taking items from the counter end together. */
+typedef struct where {
+  int64_t b, h, hk, i0, rows;
+  gp__attn_seq_t seq;
+} where_t;
+
+static bool locate(const job_t *job, int64_t item, where_t *w) {
+  const gp__attn_params_t *p = &job->p;
+  const int64_t bh_count = p->batch * p->heads_q, bh = item % bh_count;
+  const int64_t tile = job->tiles - 1 - item / bh_count;
+  w->h = bh % p->heads_q, w->b = bh / p->heads_q, w->hk = w->h / (p->heads_q / p->heads_kv);
+  (void)gp__attn_sequence(p, w->b, &w->seq); /* every sequence was checked by run_job */
+  w->i0 = tile * CPU_BQ;
+  if (w->i0 >= w->seq.sq) return false;
+  w->rows = w->seq.sq - w->i0 < CPU_BQ ? w->seq.sq - w->i0 : CPU_BQ;
+  return true;
+}
+
+/* Converts the key tile [j0, j0 + nk) to f32: K transposed into kt, V into v. */
+static void load_kv(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk) {
+  const gp__attn_params_t *p = &job->p;
+  const int64_t row0 = at->seq.k0 + j0, d = p->head_dim;
+  const int64_t k0 = at->b * p->k_bs + row0 * p->k_ss + at->hk * p->k_hs;
+  for (int64_t c = 0; c < nk; c++) {
+    if (!job->direct) gp__cpu_attn_load(job->simd, w->kr + c * d, p->k, k0 + c * p->k_ss, p->dtype, d);
+    gp__cpu_attn_load(job->simd, w->v + c * w->ldv, p->v,
+                      at->b * p->v_bs + (row0 + c) * p->v_ss + at->hk * p->v_hs, p->dtype, p->head_dim_v);
+  }
+  if (job->direct)
+    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, w->kt, CPU_LDT);
+  else
+    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, w->kt, CPU_LDT);
+}
+
+/* The online softmax over one tile's scores (row r at w->s + r * CPU_LDT, nk keys from j0):
+ * masked keys get probability 0, each row's maximum and sum are updated and its
+ * accumulator rescaled. */
+static void softmax_tile(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk) {
+  const gp__attn_params_t *p = &job->p;
+  for (int64_t r = 0; r < at->rows; r++) {
+    float *s = w->s + r * CPU_LDT;
+    int64_t rlo, rhi;
+    gp__attn_key_range(at->i0 + r, at->seq.sq, at->seq.sk, p->window_left, p->window_right, &rlo, &rhi);
+    const int64_t c0 = rlo > j0 ? rlo - j0 : 0, c1 = rhi - j0 < nk - 1 ? rhi - j0 : nk - 1;
+    if (c0 > c1) { /* no key of this tile */
+      memset(s, 0, (size_t)nk * sizeof(float));
+      continue;
+    }
+    for (int64_t c = 0; c < c0; c++) s[c] = -INFINITY;
+    for (int64_t c = c1 + 1; c < nk; c++) s[c] = -INFINITY;
+    float mx = gp__cpu_attn_max_scaled(job->simd, s + c0, c1 - c0 + 1, p->scale);
+    mx = mx > w->m[r] ? mx : w->m[r];
+    const float corr = expf(w->m[r] - mx); /* exp(-inf) = 0 for the first tile */
+    const float sum = gp__cpu_attn_exp_sum(job->simd, s, nk, mx);
+    if (corr != 1.0f) gp__cpu_attn_scale_row(w->acc + r * w->dv_pad, corr, w->dv_pad);
+    w->l[r] = w->l[r] * corr + sum;
+    w->m[r] = mx;
+  }
+}
+
+/* o = acc / l and lse = m + log(l); a row that saw no key writes zeros and lse = -inf. */
+static void store_rows(const job_t *job, scratch_t *w, const where_t *at) {
+  const gp__attn_params_t *p = &job->p;
+  for (int64_t r = 0; r < at->rows; r++) {
+    const int64_t i = at->i0 + r, q_row = at->seq.q0 + i;
+    const int64_t o_off = at->b * p->o_bs + q_row * p->o_ss + at->h * p->o_hs;
+    const bool empty = w->l[r] == 0.0f;
+    gp__cpu_attn_store_row(p->o, o_off, p->dtype, w->acc + r * w->dv_pad, empty ? 0.0f : 1.0f / w->l[r],
+                           p->head_dim_v);
+    if (p->lse) {
+      const float v = empty ? -INFINITY : w->m[r] + logf(w->l[r]);
+      if (p->cu_q)
+        p->lse[at->h * job->total_q + q_row] = v;
+      else
+        p->lse[(at->b * p->heads_q + at->h) * p->seqlen_q + i] = v;
+    }
+  }
+}
+
+/* One work item: query rows [i0, i0 + rows) of head h of sequence b. S = Q K^T and
+ * acc += P V run as GEMMs over tiles of CPU_BK keys. */
 static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   const gp__attn_params_t *p = &job->p;
-  int64_t tile = item % job->tiles, bh = item / job->tiles;
-  int64_t h = bh % p->heads_q, b = bh / p->heads_q, hk = h / (p->heads_q / p->heads_kv);
-  gp__attn_seq_t seq;
-  (void)gp__attn_sequence(p, b, &seq); /* every sequence was checked by run_job */
-  const int64_t sq = seq.sq, sk = seq.sk, q_row0 = seq.q0, k_row0 = seq.k0;
-  int64_t q_base = b * p->q_bs, k_base = b * p->k_bs, v_base = b * p->v_bs, o_base = b * p->o_bs;
-  int64_t i0 = tile * CPU_BQ;
-  if (i0 >= sq) return;
-  int64_t rows = sq - i0 < CPU_BQ ? sq - i0 : CPU_BQ;
-  const int64_t d = p->head_dim, dv = p->head_dim_v, dvp = w->dv_pad;
-  float s[CPU_BK];
-
-  for (int64_t r = 0; r < rows; r++) {
-    gp__cpu_attn_load_row(w->q + r * d, 1, p->q, q_base + (q_row0 + i0 + r) * p->q_ss + h * p->q_hs, p->dtype, d);
-    w->m[r] = -INFINITY;
-    w->l[r] = 0.0f;
+  where_t at;
+  if (!locate(job, item, &at)) return;
+  const int64_t d = p->head_dim, dvp = w->dv_pad, q_row = at.seq.q0 + at.i0;
+  const float *q = w->q;
+  int64_t ldq = d;
+  if (job->direct) {
+    q = (const float *)p->q + at.b * p->q_bs + q_row * p->q_ss + at.h * p->q_hs;
+    ldq = p->q_ss;
+  } else {
+    for (int64_t r = 0; r < at.rows; r++)
+      gp__cpu_attn_load(job->simd, w->q + r * d, p->q, at.b * p->q_bs + (q_row + r) * p->q_ss + at.h * p->q_hs,
+                        p->dtype, d);
   }
-  memset(w->acc, 0, (size_t)(rows * dvp) * sizeof(float));
+  for (int64_t r = 0; r < at.rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.0f;
+  memset(w->acc, 0, (size_t)(at.rows * dvp) * sizeof(float));
 
   int64_t lo, hi, lo_last, hi_last;
-  gp__attn_key_range(i0, sq, sk, p->window_left, p->window_right, &lo, &hi);
-  gp__attn_key_range(i0 + rows - 1, sq, sk, p->window_left, p->window_right, &lo_last, &hi_last);
+  gp__attn_key_range(at.i0, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo, &hi);
+  gp__attn_key_range(at.i0 + at.rows - 1, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo_last,
+                     &hi_last);
   hi = hi_last; /* both ends grow with the row */
   for (int64_t j0 = lo; j0 <= hi; j0 += CPU_BK) {
-    int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
-    for (int64_t c = 0; c < nk; c++) {
-      gp__cpu_attn_load_row(w->kt + c, CPU_BK, p->k, k_base + (k_row0 + j0 + c) * p->k_ss + hk * p->k_hs, p->dtype, d);
-      gp__cpu_attn_load_row(w->v + c * dvp, 1, p->v, v_base + (k_row0 + j0 + c) * p->v_ss + hk * p->v_hs, p->dtype, dv);
-    }
-    for (int64_t r = 0; r < rows; r++) {
-      int64_t rlo, rhi;
-      gp__attn_key_range(i0 + r, sq, sk, p->window_left, p->window_right, &rlo, &rhi);
-      int64_t c0 = rlo > j0 ? rlo - j0 : 0, c1 = rhi - j0 < nk - 1 ? rhi - j0 : nk - 1;
-      if (c0 > c1) continue;
-      gp__cpu_attn_scores(s, w->q + r * d, w->kt, d);
-      float mx = w->m[r];
-      for (int64_t c = c0; c <= c1; c++) {
-        s[c] *= p->scale;
-        if (s[c] > mx) mx = s[c];
-      }
-      float corr = expf(w->m[r] - mx), sum = 0.0f; /* exp(-inf) = 0 for the first tile */
-      float *acc = w->acc + r * dvp;
-      if (corr != 1.0f) gp__cpu_attn_scale_row(acc, corr, dvp);
-      for (int64_t c = c0; c <= c1; c++) {
-        float pr = expf(s[c] - mx);
-        sum += pr;
-        gp__cpu_attn_axpy(acc, pr, w->v + c * dvp, dvp);
-      }
-      w->l[r] = w->l[r] * corr + sum;
-      w->m[r] = mx;
-    }
+    const int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
+    load_kv(job, w, &at, j0, nk);
+    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, w->kt, CPU_LDT, w->s, CPU_LDT, false);
+    softmax_tile(job, w, &at, j0, nk);
+    gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v, w->ldv, w->acc, dvp, true);
   }
-
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t i = i0 + r, o_off = o_base + (q_row0 + i) * p->o_ss + h * p->o_hs;
-    bool empty = w->l[r] == 0.0f;
-    gp__cpu_attn_store_row(p->o, o_off, p->dtype, w->acc + r * dvp, empty ? 0.0f : 1.0f / w->l[r], dv);
-    if (p->lse) {
-      float v = empty ? -INFINITY : w->m[r] + logf(w->l[r]);
-      if (p->cu_q)
-        p->lse[h * job->total_q + q_row0 + i] = v;
-      else
-        p->lse[(b * p->heads_q + h) * p->seqlen_q + i] = v;
-    }
-  }
+  store_rows(job, w, &at);
 }
 
 static void *worker(void *arg) {
   job_t *job = (job_t *)arg;
   const int64_t d = job->p.head_dim, dvp = pad8(job->p.head_dim_v);
   scratch_t w;
-  size_t floats = (size_t)(CPU_BQ * d + d * CPU_BK + CPU_BK * dvp + CPU_BQ * dvp);
+  const int64_t ldv = dvp + 8;
+  size_t floats = (size_t)(CPU_BQ * d + CPU_BK * d + d * CPU_LDT + CPU_BK * ldv + CPU_BQ * dvp + CPU_BQ * CPU_LDT);
   /* calloc: the padding columns of the K and V tiles stay zero. */
   float *buf = (float *)calloc(floats, sizeof(float));
   if (buf == NULL) return NULL;
   w.q = buf;
-  w.kt = w.q + CPU_BQ * d;
-  w.v = w.kt + d * CPU_BK;
-  w.acc = w.v + CPU_BK * dvp;
-  w.dv_pad = dvp;
+  w.kr = w.q + CPU_BQ * d;
+  w.kt = w.kr + CPU_BK * d;
+  w.v = w.kt + d * CPU_LDT;
+  w.acc = w.v + CPU_BK * ldv;
+  w.s = w.acc + CPU_BQ * dvp;
+  w.dv_pad = dvp, w.ldv = ldv;
   for (;;) {
     int64_t item = atomic_fetch_add(&job->next, 1);
     if (item >= job->items) break;
@@ -276,16 +333,19 @@ static gp_status_t run_job(void *user) {
   return GP_SUCCESS;
 }
 
-gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, char *what,
-                                  size_t what_len) {
+gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, bool simd,
+                                  char *what, size_t what_len) {
   job_t *job = (job_t *)malloc(sizeof(*job));
   if (job == NULL) return ATTN_ERR(GP_ERROR_OUT_OF_MEMORY, "no memory for the job");
   job->p = *p;
   job->tiles = (p->seqlen_q + CPU_BQ - 1) / CPU_BQ;
   job->items = job->tiles * p->heads_q * p->batch;
   job->total_q = 0;
+  job->simd = simd;
+  job->direct = p->dtype == GP_F32;
   atomic_init(&job->next, 0);
-  snprintf(what, what_len, "cpu tiled online softmax (%d x %d tiles, %lld items, up to %d threads)",
-           CPU_BQ, CPU_BK, (long long)job->items, gp__cpu_attn_threads(job->items));
+  snprintf(what, what_len, "cpu tiled online softmax, %s (%d x %d tiles, %lld items, up to %d threads)",
+           simd ? "avx2+fma" : "scalar", CPU_BQ, CPU_BK, (long long)job->items,
+           gp__cpu_attn_threads(job->items));
   return gp__be_enqueue_host_work(stream, run_job, job, true);
 }

@@ -1,0 +1,317 @@
+/*
+ * attention_tile_cpu.c - the tile operations of the CPU backend's attention
+ * (attention_cpu.h): a register-blocked GEMM for the products of f32 tiles and the
+ * row operations of the online softmax, each in two builds chosen per call: AVX2 + FMA
+ * (x86-64 processors that have both, compiled with target attributes so the rest of the
+ * library keeps the baseline ISA) and portable C, which the compiler vectorises for
+ * the baseline. GP_CPU_ATTENTION_SIMD (src/dispatch.c) picks the portable build on a
+ * machine that has AVX2, so both are tested.
+ *
+ * The GEMM is the NN form C[m][n] (+)= A[m][k] B[k][n] on row-major operands with any
+ * leading dimensions: every product of the forward and backward is written in this form
+ * by transposing the small tiles it needs transposed. The AVX2 build keeps a 6 x 16
+ * block of C in twelve registers while k advances: per step two loads of B and six
+ * broadcasts of A feed twelve FMAs.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attention_cpu.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_X86 1
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+#else
+#define HAVE_X86 0
+#endif
+
+/* ---- portable builds ----------------------------------------------------------------- */
+
+static void gemm_c(int64_t m, int64_t n, int64_t k, const float *restrict a, int64_t lda,
+                   const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc, bool acc) {
+  for (int64_t i = 0; i < m; i++) {
+    float *restrict ci = c + i * ldc;
+    if (!acc) memset(ci, 0, (size_t)n * sizeof(float));
+    for (int64_t p = 0; p < k; p++) {
+      const float aip = a[i * lda + p], *restrict bp = b + p * ldb;
+      for (int64_t j = 0; j < n; j++) ci[j] += aip * bp[j];
+    }
+  }
+}
+
+static float max_scaled_c(float *s, int64_t n, float scale) {
+  float mx = -INFINITY;
+  for (int64_t c = 0; c < n; c++) {
+    s[c] *= scale;
+    mx = s[c] > mx ? s[c] : mx;
+  }
+  return mx;
+}
+
+static float exp_sum_c(float *s, int64_t n, float sub) {
+  float sum = 0.0f;
+  for (int64_t c = 0; c < n; c++) {
+    s[c] = expf(s[c] - sub);
+    sum += s[c];
+  }
+  return sum;
+}
+
+static void transpose_c(int64_t rows, int64_t cols, const float *restrict src, int64_t lds,
+                        float *restrict dst, int64_t ldd) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
+}
+
+/* ---- AVX2 + FMA ------------------------------------------------------------------------- */
+#if HAVE_X86
+
+/* C[0..MR)[0..8 NV) (+)= A[0..MR)[0..k) B[0..k)[0..8 NV): MR and NV are constants at
+ * every call, so the loops unroll and the accumulators stay in registers. */
+AVX2_INLINE void block(int MR, int NV, int64_t k, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, float *c, int64_t ldc, bool acc) {
+  __m256 r[6][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; j++) r[i][j] = acc ? _mm256_loadu_ps(c + i * ldc + 8 * j) : _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; p++) {
+    __m256 bv[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; j++) bv[j] = _mm256_loadu_ps(b + p * ldb + 8 * j);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+      const __m256 av = _mm256_broadcast_ss(a + i * lda + p);
+#pragma GCC unroll 2
+      for (int j = 0; j < NV; j++) r[i][j] = _mm256_fmadd_ps(av, bv[j], r[i][j]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; j++) _mm256_storeu_ps(c + i * ldc + 8 * j, r[i][j]);
+}
+
+#define BLOCK_CASE(MR, NV) \
+  case MR * 2 + NV - 1: block(MR, NV, k, a, lda, b, ldb, c, ldc, acc); break
+
+/* The block of mr (1..6) rows and nv (1..2) vectors of eight columns. */
+static AVX2 void block_any(int mr, int nv, int64_t k, const float *a, int64_t lda, const float *b,
+                           int64_t ldb, float *c, int64_t ldc, bool acc) {
+  switch (mr * 2 + nv - 1) {
+    BLOCK_CASE(1, 1); BLOCK_CASE(1, 2); BLOCK_CASE(2, 1); BLOCK_CASE(2, 2);
+    BLOCK_CASE(3, 1); BLOCK_CASE(3, 2); BLOCK_CASE(4, 1); BLOCK_CASE(4, 2);
+    BLOCK_CASE(5, 1); BLOCK_CASE(5, 2); BLOCK_CASE(6, 1); BLOCK_CASE(6, 2);
+    default: break;
+  }
+}
+#undef BLOCK_CASE
+
+static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
+  const int64_t n8 = n & ~(int64_t)7;
+  for (int64_t j = 0; j < n8; j += 16) {
+    const int nv = n8 - j >= 16 ? 2 : 1;
+    for (int64_t i = 0; i < m; i += 6) {
+      const int64_t mr = m - i < 6 ? m - i : 6;
+      if (mr == 6 && nv == 2)
+        block(6, 2, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+      else
+        block_any((int)mr, nv, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+    }
+  }
+  if (n8 < n) { /* the last columns (fewer than eight) */
+    for (int64_t i = 0; i < m; i++) {
+      float *ci = c + i * ldc + n8;
+      for (int64_t j = 0; j < n - n8; j++) {
+        float s = acc ? ci[j] : 0.0f;
+        for (int64_t p = 0; p < k; p++) s += a[i * lda + p] * b[p * ldb + n8 + j];
+        ci[j] = s;
+      }
+    }
+  }
+}
+
+/* exp(x) for eight lanes: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, so r is
+ * exact), exp(r) by its degree-6 polynomial (Cephes' expf coefficients, about 1 ulp),
+ * 2^n put in the exponent field. Below -87.3 (exp(x) under FLT_MIN, and -inf) the
+ * result is 0; above 88.3 (past FLT_MAX) x is taken as 88.3. */
+AVX2_INLINE __m256 exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3f);
+  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(under, y);
+}
+
+static AVX2 float hmax8(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+static AVX2 float hsum8(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+static AVX2 float max_scaled_avx2(float *s, int64_t n, float scale) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  __m256 mv = _mm256_set1_ps(-INFINITY);
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + c), sc);
+    _mm256_storeu_ps(s + c, x);
+    mv = _mm256_max_ps(mv, x);
+  }
+  float mx = hmax8(mv);
+  for (; c < n; c++) {
+    s[c] *= scale;
+    mx = s[c] > mx ? s[c] : mx;
+  }
+  return mx;
+}
+
+static AVX2 float exp_sum_avx2(float *s, int64_t n, float sub) {
+  const __m256 m = _mm256_set1_ps(sub);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    const __m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + c), m));
+    _mm256_storeu_ps(s + c, y);
+    acc = _mm256_add_ps(acc, y);
+  }
+  if (c < n) { /* the tail through one vector, padded with -inf (exp 0) */
+    float t[8];
+    for (int u = 0; u < 8; u++) t[u] = c + u < n ? s[c + u] - sub : -INFINITY;
+    const __m256 y = exp8(_mm256_loadu_ps(t));
+    _mm256_storeu_ps(t, y);
+    acc = _mm256_add_ps(acc, y);
+    for (int64_t u = 0; c + u < n; u++) s[c + u] = t[u];
+  }
+  return hsum8(acc);
+}
+/* dst[c][r] = src[r][c] for an 8 x 8 block, in registers. */
+AVX2_INLINE void transpose8(const float *src, int64_t lds, float *dst, int64_t ldd) {
+  __m256 r[8], t[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+static AVX2 void transpose_avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
+                                int64_t ldd) {
+  const int64_t r8 = rows & ~(int64_t)7, c8 = cols & ~(int64_t)7;
+  for (int64_t r = 0; r < r8; r += 8)
+    for (int64_t c = 0; c < c8; c += 8) transpose8(src + r * lds + c, lds, dst + c * ldd + r, ldd);
+  if (c8 < cols) transpose_c(r8, cols - c8, src + c8, lds, dst + c8 * ldd, ldd);
+  if (r8 < rows) transpose_c(rows - r8, cols, src + r8 * lds, lds, dst + r8, ldd);
+}
+
+static AVX2 void load_avx2(float *dst, const void *src, int64_t off, int dtype, int64_t n) {
+  int64_t c = 0;
+  if (dtype == GP_BF16) {
+    const uint16_t *s = (const uint16_t *)src + off;
+    for (; c + 8 <= n; c += 8) {
+      const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + c)));
+      _mm256_storeu_ps(dst + c, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    }
+  } else if (dtype == GP_F16) {
+    const uint16_t *s = (const uint16_t *)src + off;
+    for (; c + 8 <= n; c += 8) _mm256_storeu_ps(dst + c, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + c))));
+  }
+  if (c < n) gp__cpu_attn_load_row(dst + c, 1, src, off + c, dtype, n - c);
+}
+#endif /* HAVE_X86 */
+
+/* ---- the entry points ------------------------------------------------------------------ */
+
+void gp__cpu_attn_gemm(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
+  if (m <= 0 || n <= 0) return;
+#if HAVE_X86
+  if (simd) {
+    gemm_avx2(m, n, k, a, lda, b, ldb, c, ldc, acc);
+    return;
+  }
+#endif
+  (void)simd;
+  gemm_c(m, n, k, a, lda, b, ldb, c, ldc, acc);
+}
+
+void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *src, int64_t lds,
+                            float *dst, int64_t ldd) {
+#if HAVE_X86
+  if (simd) {
+    transpose_avx2(rows, cols, src, lds, dst, ldd);
+    return;
+  }
+#endif
+  (void)simd;
+  transpose_c(rows, cols, src, lds, dst, ldd);
+}
+
+void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int dtype, int64_t n) {
+  if (dtype == GP_F32) { /* the portable build copies too */
+    memcpy(dst, (const float *)src + off, (size_t)n * sizeof(float));
+    return;
+  }
+#if HAVE_X86
+  if (simd) {
+    load_avx2(dst, src, off, dtype, n);
+    return;
+  }
+#endif
+  (void)simd;
+  gp__cpu_attn_load_row(dst, 1, src, off, dtype, n);
+}
+
+float gp__cpu_attn_max_scaled(bool simd, float *s, int64_t n, float scale) {
+#if HAVE_X86
+  if (simd) return max_scaled_avx2(s, n, scale);
+#endif
+  (void)simd;
+  return max_scaled_c(s, n, scale);
+}
+
+float gp__cpu_attn_exp_sum(bool simd, float *s, int64_t n, float sub) {
+#if HAVE_X86
+  if (simd) return exp_sum_avx2(s, n, sub);
+#endif
+  (void)simd;
+  return exp_sum_c(s, n, sub);
+}
