@@ -68,10 +68,14 @@ __global__ void warpStats(const int *in, int *count, int *rank, int *last, int *
   else rank[threadIdx.x] = -1;
   int s = v;
   for (int o = WARP_SIZE / 2; o > 0; o /= 2) s += __shfl_xor_sync(FULL, s, o);
+  int width = 0;
+  for (int j = 0; j < 2; j++) {
+    width += WARP_SIZE / 2; // in a kernel, inside a for body: device code
+  }
   if (lane == 31) {
     count[warp] = __popc(odd);
     last[warp] = odd ? 31 - __clz(odd) : -1;
-    sum[warp] = __popc(live) == warpSize ? s : -1;
+    sum[warp] = __popc(live) == warpSize && width == warpSize ? s : -1;
   }
 }
 
