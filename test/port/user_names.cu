@@ -47,7 +47,7 @@ __global__ static void fill(int *out, int n, int value = 7) {
 
 static __global__ void scale(float *x, int n, Scale s) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = s.apply(x[i]);
+  if (i < n) __stcs(&x[i], s.apply(__ldcs(&x[i])));
 }
 
 __device__ unsigned oddLanes(int v) { return __ballot_sync(0xffffffff, v & 1); }
