@@ -47,7 +47,7 @@ __global__ static void fill(int *out, int n, int value = 7) {
 
 static __global__ void scale(float *x, int n, Scale s) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = s.apply(x[i]);
+  if (i < n) __stcs(&x[i], s.apply(__ldcs(&x[i])));
 }
 
 __device__ unsigned oddLanes(int v) { return __ballot_sync(0xffffffff, v & 1); }
@@ -68,10 +68,14 @@ __global__ void warpStats(const int *in, int *count, int *rank, int *last, int *
   else rank[threadIdx.x] = -1;
   int s = v;
   for (int o = WARP_SIZE / 2; o > 0; o /= 2) s += __shfl_xor_sync(FULL, s, o);
+  int width = 0;
+  for (int j = 0; j < 2; j++) {
+    width += WARP_SIZE / 2; // in a kernel, inside a for body: device code
+  }
   if (lane == 31) {
     count[warp] = __popc(odd);
     last[warp] = odd ? 31 - __clz(odd) : -1;
-    sum[warp] = __popc(live) == warpSize ? s : -1;
+    sum[warp] = __popc(live) == warpSize && width == warpSize ? s : -1;
   }
 }
 
