@@ -340,11 +340,37 @@ START_TEST(modules_from_file_and_memory) {
   check_scale(&o, x, 2, "module kernel in a graph");
   OK(gp_graph_exec_destroy(ge));
   OK(gp_graph_destroy(g));
+  /* the same kernel in a graph built node by node; on the cpu backend the node holds the
+   * module, so the executable graph still runs after the graph and the module are gone */
+  gp_kernel_node_params_t kp = {k, gp_dim3(BLOCKS, 1, 1), gp_dim3(BLOCK, 1, 1), 0, args};
+  gp_graph_node_t kn, cy, cs;
+  OK(gp_graph_create(&g, 0));
+  gp_status_t st = gp_graph_add_kernel_node(&kn, g, NULL, 0, &kp);
+  if (gp_backend() == GP_BACKEND_HIP) { /* hipGraphAddKernelNode takes no module function */
+    ck_assert_int_eq(st, GP_ERROR_NOT_SUPPORTED);
+    OK(gp_graph_destroy(g));
+  } else {
+    OK(st);
+    OK(gp_graph_add_memcpy_node(&cy, g, &kn, 1, o.y, dy, N * sizeof(float)));
+    OK(gp_graph_add_memcpy_node(&cs, g, &kn, 1, o.sums, ds, BLOCKS * sizeof(float)));
+    OK(gp_graph_instantiate(&ge, g));
+    OK(gp_graph_destroy(g));
+    if (gp_backend() == GP_BACKEND_CPU) {
+      OK(gp_module_unload(m));
+      m = NULL;
+    }
+    gp_ref_poison(o.y, GP_F32, N);
+    gp_ref_poison(o.sums, GP_F32, BLOCKS);
+    OK(gp_graph_launch(ge, s));
+    OK(gp_stream_synchronize(s));
+    check_scale(&o, x, 2, "module kernel in a kernel node (module unloaded first on the cpu)");
+    OK(gp_graph_exec_destroy(ge));
+  }
   OK(gp_stream_destroy(s));
   OK(gp_free(dx));
   OK(gp_free(dy));
   OK(gp_free(ds));
-  OK(gp_module_unload(m));
+  if (m) OK(gp_module_unload(m));
 
   /* Foreign and corrupt images. */
   FAILS(gp_module_load_data(&m, image, 100), GP_ERROR_INVALID_IMAGE, "image");
