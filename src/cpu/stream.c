@@ -480,7 +480,9 @@ static gp_status_t enqueue(struct gp_stream_s *s, cpu_op_t *op, uint64_t *seq) {
 }
 
 static cpu_op_t *op_new(op_kind_t kind, size_t extra) {
-  cpu_op_t *op = malloc(sizeof(cpu_op_t) + extra);
+  /* zeroed: a field one kind of operation adds (a copy's staging buffer) reads as absent
+   * in operations made elsewhere (graph nodes) */
+  cpu_op_t *op = calloc(1, sizeof(cpu_op_t) + extra);
   if (op) {
     op->kind = kind;
     op->claimed = false;
