@@ -139,6 +139,29 @@ static bool tma_rows(const void *x, int64_t ld, int64_t stride, int64_t batch) {
   return ((uintptr_t)x & 15u) == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
 }
 
+#ifdef GP_BUILD_CPU
+/* Whether /proc/cpuinfo lists the flag (Linux; the host GEMM's vector conversions run
+ * where the processor has F16C (f16) or AVX2 (bf16)). */
+static bool cpu_has(const char *flag) {
+  static char flags[8192];
+  if (!flags[0]) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    while (f && fgets(line, sizeof line, f))
+      if (!strncmp(line, "flags", 5)) {
+        snprintf(flags, sizeof flags, "%s", line);
+        break;
+      }
+    if (f) fclose(f);
+    if (!flags[0]) snprintf(flags, sizeof flags, "?");
+  }
+  char want[32];
+  snprintf(want, sizeof want, " %s", flag);
+  const char *p = strstr(flags, want);
+  return p && (p[strlen(want)] == ' ' || p[strlen(want)] == '\n');
+}
+#endif
+
 /* The kernel the cpu backend must choose for the case in the current mode, from the
  * rules each family documents (src/gemm_table.c and the families' *_host.c), written
  * into buf; NULL when the call has nothing to run. a, b, lda, ldb, sa, sb as passed. */
@@ -178,9 +201,8 @@ static const char *expected_kernel(const gemm_case_t *cs, const void *a, const v
     const bool sb = cs->ab == GP_BF16 && gp__gemm_cpu_sbgemm_available() &&
                     (g_half == GP__CPU_SBGEMM || (g_half == GP__CPU_HOST && gp__gemm_cpu_sbgemm_faster()));
     if (sb) return "openblas-sbgemm";
-    __builtin_cpu_init();
     const bool f16 = cs->ab == GP_F16;
-    const bool vec = !g_scalar && (f16 ? __builtin_cpu_supports("f16c") : __builtin_cpu_supports("avx2"));
+    const bool vec = !g_scalar && cpu_has(f16 ? "f16c" : "avx2");
     snprintf(buf, len, "openblas-sgemm(%s->f32 %s)", tname, vec ? (f16 ? "f16c" : "avx2") : "scalar");
     return buf;
   }
