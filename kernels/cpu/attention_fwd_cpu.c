@@ -31,7 +31,7 @@
 #include "internal.h"
 #include "kernels/common/elem.h"
 
-#define CPU_BQ 64  /* query rows per work item */
+#define CPU_BQ 96  /* query rows per work item (a multiple of the GEMM tile's 6 rows) */
 #define CPU_BK 128 /* keys per tile */
 /* Leading dimension of the transposed K tile and the scores: a row of the tile plus
  * eight floats, so the rows a GEMM walks down do not all fall in the same cache sets. */
