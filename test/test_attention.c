@@ -105,7 +105,7 @@ static const acase_t cases[] = {
     {"f16 d256 80x140 causal",     GP_F16,  1, 80,  140, 2, 2, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 1, NULL, NULL, 0, 0},
     {"f16 d128 70x150 window pad", GP_F16,  2, 70,  150, 2, 2, 128, 0, 0, 20, 5,   L_PAD,     1, 0, 1, NULL, NULL, 0, 0},
     {"bf16 d64 100x90 gqa pad scale", GP_BF16, 1, 100, 90, 4, 2, 64, 0, 0, NOWIN,  L_PAD,     1, 0.2f, 1, NULL, NULL, 0, 0},
-    /* the host tiles' edges (64 query rows, 128 keys): partial tiles, head_dim 80, a
+    /* the host tiles' edges (96 query rows, 128 keys): partial tiles, head_dim 80, a
      * head_dim_v not a multiple of 8, causal with sq != sk across tiles, GQA */
     {"f32 d80 200x300 gqa causal", GP_F32,  1, 200, 300, 4, 2, 80,  0, 1, NOWIN,   L_DEFAULT, 1, 0, 0, NULL, NULL, 0, 0},
     {"bf16 d256 130x260 causal",   GP_BF16, 1, 130, 260, 2, 1, 256, 0, 1, NOWIN,   L_DEFAULT, 1, 0, 0, NULL, NULL, 0, 0},

@@ -1,7 +1,8 @@
 /*
  * attention_cpu.h - what the CPU backend's attention forward (attention_fwd_cpu.c) and
- * backward (attention_bwd_cpu.c) and the kvcache forward (attention_kvcache_cpu.c) share: row conversions, the thread count, and the
- * check of varlen offsets (read in stream order, as a kernel would read them).
+ * backward (attention_bwd_cpu.c) and the kvcache forward (attention_kvcache_cpu.c) share: row conversions, the thread count, the
+ * tile operations (attention_tile_cpu.c) and the check of varlen offsets (read in stream
+ * order, as a kernel would read them).
  */
 #ifndef GP_CPU_ATTENTION_CPU_H
 #define GP_CPU_ATTENTION_CPU_H
@@ -27,7 +28,8 @@ int gp__cpu_attn_threads(int64_t items);
  * (no thread got its buffers). */
 bool gp__cpu_attn_parallel(void *(*worker)(void *), void *job, int64_t items, atomic_llong *next);
 
-/* Keys per tile of the host implementations' inner loops. */
+/* Keys per tile of the kvcache host implementation's inner loops (the helpers below;
+ * the forward and backward use the GEMM tiles further down). */
 #define GP__CPU_ATTN_BK 64
 
 /* s[0..BK) = q . k_c for every column of the transposed key tile kt [d][BK]. */

@@ -2,7 +2,7 @@
  * attention_fwd_cpu.c - attention forward on the CPU backend: FlashAttention-2's
  * Algorithm 1 (Dao 2023) on the host.
  *
- * Work items are (sequence, query head, block of CPU_BQ query rows), heaviest first. For
+ * Work items are (sequence, query head, block of CPU_BQ query rows), head by head. For
  * each item the query block is converted to f32 once (f32 is read in place); the visible keys are walked in tiles of CPU_BK rows (K converted and
  * transposed, V converted, into per-thread buffers), and S = Q K^T and acc += P V run as
  * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l,
@@ -31,7 +31,7 @@
 #include "internal.h"
 #include "kernels/common/elem.h"
 
-#define CPU_BQ 64  /* query rows per work item */
+#define CPU_BQ 96  /* query rows per work item (a multiple of the GEMM tile's 6 rows) */
 #define CPU_BK 128 /* keys per tile */
 /* Leading dimension of the transposed K tile and the scores: a row of the tile plus
  * eight floats, so the rows a GEMM walks down do not all fall in the same cache sets. */
@@ -92,9 +92,10 @@ void gp__cpu_attn_store_row(void *dst, int64_t off, int dtype, const float *src,
 }
 #undef ROW_LOOP
 
-/* Where one item's rows are: (sequence, head) and the query block, heaviest blocks
- * first (with a causal mask the last block of every head sees the most keys), so the
- * threads taking items from the counter end together. */
+/* Where one item's rows are: (sequence, head) and the query block. Items go head by
+ * head, so the threads taking consecutive items read the same keys and values (which
+ * stay in cache), and within a head the last block first: with a causal mask it sees
+ * the most keys, so every head's light blocks come last and the threads end together. */
 typedef struct where {
   int64_t b, h, hk, i0, rows;
   gp__attn_seq_t seq;
@@ -102,8 +103,7 @@ typedef struct where {
 
 static bool locate(const job_t *job, int64_t item, where_t *w) {
   const gp__attn_params_t *p = &job->p;
-  const int64_t bh_count = p->batch * p->heads_q, bh = item % bh_count;
-  const int64_t tile = job->tiles - 1 - item / bh_count;
+  const int64_t bh = item / job->tiles, tile = job->tiles - 1 - item % job->tiles;
   w->h = bh % p->heads_q, w->b = bh / p->heads_q, w->hk = w->h / (p->heads_q / p->heads_kv);
   (void)gp__attn_sequence(p, w->b, &w->seq); /* every sequence was checked by run_job */
   w->i0 = tile * CPU_BQ;
