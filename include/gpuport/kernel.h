@@ -51,7 +51,12 @@
  * - `gp_grid_sync()` in kernels launched with gp_launch_ex() and cooperative = 1.
  * - Atomics on `gp_f16_t` and `gp_bf16_t`: `atomicAdd`, `atomicMax`, `atomicMin`,
  *   `atomicExch` (one rounding to nearest even, as the GPUs' half atomics).
- * - Half conversions of gpuport/types.h (`gp_f16_from_f32`, ...).
+ * - Half conversions of gpuport/types.h (`gp_f16_from_f32`, ...); arithmetic half types
+ *   (`__half`, `__nv_bfloat16`, ...) in gpuport/half.h, cooperative groups (`gp_cg`) in
+ *   gpuport/cooperative_groups.h.
+ * - `__mul24`, `__umul24`, `__mulhi`, `__umulhi`, `__align__(n)`, `__grid_constant__`,
+ *   `atomicX_system` / `atomicX_block`, `__ldcs` ... `__stwt`, the char/short/longlong
+ *   vector types, `min`/`max` of mixed signedness (unsigned result, as CUDA).
  * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
  *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
  *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
@@ -62,8 +67,8 @@
  * GP_SHARED, whose per-block arena has poisoned redzones. Kernels run their threads
  * one after another until a thread reaches a barrier or warp operation; a thread that
  * spins on a value written by another thread of its block must pass a sync point
- * inside the loop. Including <assert.h> after this header restores the C assert
- * (which aborts the process); include it first. CUDA's `extern __shared__ T s[];`
+ * inside the loop. <assert.h> may be included before or after this header: a failed
+ * assert in a kernel fails the launch either way. CUDA's `extern __shared__ T s[];`
  * does not compile there: use GP_DYNAMIC_SHARED. `GP_HOST_DEVICE` functions defined in
  * a dialect source should be `static`, so that a second build at another warp width
  * links. On the CPU the executor runs every kernel it can at warp width 64 when
@@ -734,9 +739,9 @@ static inline unsigned long long max(unsigned long long a, long long b) { return
 #undef GP__MINMAX
 
 /* 24-bit and high-half multiplies. */
-static inline int __mul24(int x, int y) {
-  return (int)((unsigned)((x << 8) >> 8) * (unsigned)((y << 8) >> 8));
-}
+/* The low 24 bits of each operand, sign-extended (shifted through unsigned: no overflow). */
+static inline int gp__sext24(int x) { return (int)((unsigned)x << 8) >> 8; }
+static inline int __mul24(int x, int y) { return (int)((unsigned)gp__sext24(x) * (unsigned)gp__sext24(y)); }
 static inline unsigned __umul24(unsigned x, unsigned y) { return (x & 0xffffffu) * (y & 0xffffffu); }
 static inline int __mulhi(int x, int y) { return (int)(((long long)x * y) >> 32); }
 static inline unsigned __umulhi(unsigned x, unsigned y) { return (unsigned)(((unsigned long long)x * y) >> 32); }
