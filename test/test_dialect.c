@@ -667,7 +667,8 @@ START_TEST(builtins_match_cuda) {
     void *args[] = {&p, &d, &counter};
     OK(gp_launch(GP_KERNEL_REF(kt_builtins), gp_dim3(1, 1, 1), gp_dim3(1, 1, 1), 0, NULL, args));
     OK(gp_memcpy(o, d, sizeof o));
-    const int64_t sx = ((int64_t)(uint32_t)x << 40) >> 40, sy = ((int64_t)(uint32_t)y << 40) >> 40;
+    /* the low 24 bits, sign-extended */
+    const int64_t sx = (int64_t)((x & 0xffffff) ^ 0x800000) - 0x800000, sy = (int64_t)((y & 0xffffff) ^ 0x800000) - 0x800000;
     const unsigned want[15] = {(unsigned)(uint64_t)(sx * sy),
                                (unsigned)(((uint64_t)x & 0xffffffu) * ((uint64_t)y & 0xffffffu)),
                                (unsigned)(int)(((int64_t)x * y) >> 32),
