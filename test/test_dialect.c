@@ -679,7 +679,7 @@ START_TEST(builtins_match_cuda) {
                                257u,
                                102u,
                                65544u,
-                               (unsigned)(50 + 2 * x + 2 * y),
+                               50u + 2u * (unsigned)x + 2u * (unsigned)y,
                                11u,
                                12u,
                                13u,
