@@ -12,6 +12,9 @@
  * - cooperative groups (gpuport/cooperative_groups.h, test/kernels/kt_cg.cu): every
  *   member of tiles of 1 .. the warp width, the block, run-time tiles, the coalesced
  *   group of a partial warp, the grid's sync.
+ * - built-ins (test/kernels/kt_builtins.cu): 24-bit and high-half multiplies, vector
+ *   types, __align__, scoped atomics, cache hints, mixed min/max; an assert after
+ *   <assert.h> is included again still fails the launch.
  *
  * Inputs are random (seed printed; GP_TEST_SEED replays); outputs are poisoned first and
  * every element is checked against a float64 (or exact integer) reference.
@@ -642,6 +645,77 @@ START_TEST(cg_grid_sync) {
 }
 END_TEST
 
+/* ---- built-ins and dialect surprises ----------------------------------------------------- */
+GP_KERNEL_DECLARE(kt_builtins);
+GP_KERNEL_DECLARE(kt_assert_after);
+typedef struct kt_int2 {
+  int x, y;
+} __attribute__((aligned(8))) kt_int2_t;
+
+/* Every built-in of kt_builtins against C's arithmetic on the same operands. */
+START_TEST(builtins_match_cuda) {
+  static const kt_int2_t ops[] = {{-123457, 98765}, {0x7f012345, 0x00f00010}, {-1, -1}, {0x00800000, 3}};
+  unsigned *d = NULL, o[15];
+  int *counter = NULL;
+  OK(gp_malloc((void **)&d, sizeof o));
+  OK(gp_malloc((void **)&counter, sizeof(int)));
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    const int x = ops[i].x, y = ops[i].y;
+    OK(gp_memset(d, 0xab, sizeof o));
+    OK(gp_memset(counter, 0, sizeof(int)));
+    kt_int2_t p = ops[i];
+    void *args[] = {&p, &d, &counter};
+    OK(gp_launch(GP_KERNEL_REF(kt_builtins), gp_dim3(1, 1, 1), gp_dim3(1, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, d, sizeof o));
+    /* the low 24 bits, sign-extended */
+    const int64_t sx = (int64_t)((x & 0xffffff) ^ 0x800000) - 0x800000, sy = (int64_t)((y & 0xffffff) ^ 0x800000) - 0x800000;
+    const unsigned want[15] = {(unsigned)(uint64_t)(sx * sy),
+                               (unsigned)(((uint64_t)x & 0xffffffu) * ((uint64_t)y & 0xffffffu)),
+                               (unsigned)(int)(((int64_t)x * y) >> 32),
+                               (unsigned)(((uint64_t)(uint32_t)x * (uint32_t)y) >> 32),
+                               5u,
+                               0xffffffffu,
+                               16u,
+                               257u,
+                               102u,
+                               65544u,
+                               50u + 2u * (unsigned)x + 2u * (unsigned)y,
+                               11u,
+                               12u,
+                               13u,
+                               14u};
+    static const char *what[15] = {"__mul24", "__umul24", "__mulhi", "__umulhi", "min(int, unsigned)",
+                                   "max(int, unsigned)", "__align__(16)", "uchar4", "char4, short4, ushort2",
+                                   "ushort2, short4", "scoped atomics and cache-hinted loads", "__stcs", "__stcg",
+                                   "__stwb", "__stwt"};
+    for (int k = 0; k < 15; k++)
+      ck_assert_msg(o[k] == want[k], "kt_builtins (%d, %d): %s = 0x%x, expected 0x%x", x, y, what[k], o[k], want[k]);
+  }
+  OK(gp_free(d));
+  OK(gp_free(counter));
+}
+END_TEST
+
+/* <assert.h> included after gpuport/kernel.h: a failed assert fails the launch, and the
+ * process (and library) carry on. */
+START_TEST(assert_after_assert_h_fails_launch) {
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "an assert is sticky on a GPU: the process would be done");
+  int *d = NULL;
+  OK(gp_malloc((void **)&d, 32 * sizeof(int)));
+  void *args[] = {&d};
+  OK(gp_launch(GP_KERNEL_REF(kt_assert_after), gp_dim3(1, 1, 1), gp_dim3(32, 1, 1), 0, NULL, args));
+  gp_status_t s = gp_stream_synchronize(NULL);
+  ck_assert_msg(s == GP_ERROR_LAUNCH_FAILED, "synchronize -> %s", gp_status_name(s));
+  const char *msg = gp_last_error_message();
+  ck_assert_msg(strstr(msg, "kt_assert_after") && strstr(msg, "threadIdx.x != 3") && strstr(msg, "thread (3,0,0)"),
+                "message '%s'", msg);
+  (void)gp_get_last_error();
+  OK(gp_memset(d, 0, 32 * sizeof(int)));
+  OK(gp_device_synchronize());
+  OK(gp_free(d));
+}
+END_TEST
+
 static Suite *dialect_suite(void) {
   Suite *s = suite_create("dialect");
   TCase *tt = tcase_create("templates");
@@ -663,6 +737,11 @@ static Suite *dialect_suite(void) {
   tcase_add_test(tc, cg_block_dynamic_tile_coalesced);
   tcase_add_test(tc, cg_grid_sync);
   suite_add_tcase(s, tc);
+  TCase *tb = tcase_create("built-ins");
+  tcase_set_timeout(tb, 60);
+  tcase_add_test(tb, builtins_match_cuda);
+  tcase_add_test(tb, assert_after_assert_h_fails_launch);
+  suite_add_tcase(s, tb);
   return s;
 }
 

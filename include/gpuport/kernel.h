@@ -51,7 +51,12 @@
  * - `gp_grid_sync()` in kernels launched with gp_launch_ex() and cooperative = 1.
  * - Atomics on `gp_f16_t` and `gp_bf16_t`: `atomicAdd`, `atomicMax`, `atomicMin`,
  *   `atomicExch` (one rounding to nearest even, as the GPUs' half atomics).
- * - Half conversions of gpuport/types.h (`gp_f16_from_f32`, ...).
+ * - Half conversions of gpuport/types.h (`gp_f16_from_f32`, ...); arithmetic half types
+ *   (`__half`, `__nv_bfloat16`, ...) in gpuport/half.h, cooperative groups (`gp_cg`) in
+ *   gpuport/cooperative_groups.h.
+ * - `__mul24`, `__umul24`, `__mulhi`, `__umulhi`, `__align__(n)`, `__grid_constant__`,
+ *   `atomicX_system` / `atomicX_block`, `__ldcs` ... `__stwt`, the char/short/longlong
+ *   vector types, `min`/`max` of mixed signedness (unsigned result, as CUDA).
  * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
  *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
  *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
@@ -62,8 +67,8 @@
  * GP_SHARED, whose per-block arena has poisoned redzones. Kernels run their threads
  * one after another until a thread reaches a barrier or warp operation; a thread that
  * spins on a value written by another thread of its block must pass a sync point
- * inside the loop. Including <assert.h> after this header restores the C assert
- * (which aborts the process); include it first. CUDA's `extern __shared__ T s[];`
+ * inside the loop. <assert.h> may be included before or after this header: a failed
+ * assert in a kernel fails the launch either way. CUDA's `extern __shared__ T s[];`
  * does not compile there: use GP_DYNAMIC_SHARED. `GP_HOST_DEVICE` functions defined in
  * a dialect source should be `static`, so that a second build at another warp width
  * links. On the CPU the executor runs every kernel it can at warp width 64 when
@@ -525,6 +530,7 @@ template <auto F> struct __attribute__((visibility("hidden"))) gp__kdesc {
 #if defined(GP_TARGET_CPU) /* ---- the CPU target: built-ins ------------------------- */
 
 typedef gp__cpu_uint3_t uint3;
+static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { uint3 r; r.x = x; r.y = y; r.z = z; return r; }
 /** CUDA's dim3: unspecified extents are 1. */
 struct dim3 {
   unsigned x, y, z;
@@ -576,6 +582,15 @@ using ::gp__cpu_printf;
 #else
 #define assert(e) ((e) ? (void)0 : gp__cpu_assert_fail(#e, __FILE__, __LINE__, __func__))
 #endif
+/* <assert.h> included again after this header redefines assert with the C library's
+ * __assert_fail (glibc: its declarations are not repeated, only the macro): the name then
+ * reaches the dialect's, so a failed device assert still fails the launch instead of
+ * aborting the process (outside a kernel it aborts, as the C assert). */
+static inline GP__NORETURN void gp__assert_fail_c(const char *e, const char *file, unsigned line,
+                                                  const char *func) noexcept {
+  gp__cpu_assert_fail(e, file, (int)line, func);
+}
+#define __assert_fail gp__assert_fail_c
 
 /* ---- atomics: relaxed, as on GPUs (they are not fences) ---------------------------- */
 #define GP__AT_RMW(fn, builtin, T)                                                         \
@@ -712,7 +727,30 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 static inline double min(double a, double b) { return fmin(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
+/* Mixed signedness, as CUDA's: the unsigned type wins. */
+static inline unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+static inline unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+static inline unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+static inline unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
+static inline unsigned long long min(long long a, unsigned long long b) { return min((unsigned long long)a, b); }
+static inline unsigned long long min(unsigned long long a, long long b) { return min(a, (unsigned long long)b); }
+static inline unsigned long long max(long long a, unsigned long long b) { return max((unsigned long long)a, b); }
+static inline unsigned long long max(unsigned long long a, long long b) { return max(a, (unsigned long long)b); }
 #undef GP__MINMAX
+
+/* 24-bit and high-half multiplies. */
+/* The low 24 bits of each operand, sign-extended (shifted through unsigned: no overflow). */
+static inline int gp__sext24(int x) { return (int)((unsigned)x << 8) >> 8; }
+static inline int __mul24(int x, int y) { return (int)((unsigned)gp__sext24(x) * (unsigned)gp__sext24(y)); }
+static inline unsigned __umul24(unsigned x, unsigned y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+static inline int __mulhi(int x, int y) { return (int)(((long long)x * y) >> 32); }
+static inline unsigned __umulhi(unsigned x, unsigned y) { return (unsigned)(((unsigned long long)x * y) >> 32); }
+static inline long long __mul64hi(long long x, long long y) { return (long long)(((__int128)x * y) >> 64); }
+static inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
+  return (unsigned long long)(((unsigned __int128)x * y) >> 64);
+}
+#define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
 
 /* ---- vector types (CUDA's layouts and alignments) ---------------------------------------- */
 #define GP__VEC2(T, N, A)                                                                  \
@@ -733,6 +771,22 @@ GP__VEC4(int, int4, 16)
 GP__VEC2(unsigned, uint2, 8)
 GP__VEC4(unsigned, uint4, 16)
 GP__VEC2(double, double2, 16)
+GP__VEC2(char, char2, 2)
+GP__VEC3(char, char3)
+GP__VEC4(char, char4, 4)
+GP__VEC2(unsigned char, uchar2, 2)
+GP__VEC3(unsigned char, uchar3)
+GP__VEC4(unsigned char, uchar4, 4)
+GP__VEC2(short, short2, 4)
+GP__VEC3(short, short3)
+GP__VEC4(short, short4, 8)
+GP__VEC2(unsigned short, ushort2, 4)
+GP__VEC3(unsigned short, ushort3)
+GP__VEC4(unsigned short, ushort4, 8)
+GP__VEC2(long long, longlong2, 16)
+GP__VEC2(unsigned long long, ulonglong2, 16)
+GP__VEC3(double, double3)
+GP__VEC4(double, double4, 16)
 #undef GP__VEC2
 #undef GP__VEC3
 #undef GP__VEC4
@@ -1075,6 +1129,45 @@ GP__AT16(atomicMin, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, gp_bf16_from_
 GP__AT16(atomicExch, gp_bf16_t, gp_f32_from_bf16, gp_bf16_from_f32, v)
 #undef GP__AT16
 #undef GP__LOAD_WORD
+
+/* ---- scoped atomics and cache-hinted loads and stores (CUDA has its own) --------------- */
+#if !defined(GP_TARGET_CUDA)
+/* atomicX_system and atomicX_block: the CPU's atomics are coherent for the whole
+ * process, and AMD's device-scope atomics are what these names give under ROCm 5 where
+ * it has them (its own overloads are preferred over these templates). */
+#define GP__SCOPED(op)                                                                      \
+  template <class T, class... R> GP_DEVICE auto op##_system(T *p, R... r)->decltype(op(p, r...)) { \
+    return op(p, r...);                                                                    \
+  }                                                                                        \
+  template <class T, class... R> GP_DEVICE auto op##_block(T *p, R... r)->decltype(op(p, r...)) { \
+    return op(p, r...);                                                                    \
+  }
+GP__SCOPED(atomicAdd)
+GP__SCOPED(atomicSub)
+GP__SCOPED(atomicExch)
+GP__SCOPED(atomicMin)
+GP__SCOPED(atomicMax)
+GP__SCOPED(atomicInc)
+GP__SCOPED(atomicDec)
+GP__SCOPED(atomicCAS)
+GP__SCOPED(atomicAnd)
+GP__SCOPED(atomicOr)
+GP__SCOPED(atomicXor)
+#undef GP__SCOPED
+/* The cache hints change no result: plain loads and stores. */
+template <class T> GP_DEVICE T __ldcs(const T *p) { return *p; }
+template <class T> GP_DEVICE T __ldcg(const T *p) { return *p; }
+template <class T> GP_DEVICE T __ldca(const T *p) { return *p; }
+template <class T> GP_DEVICE T __ldlu(const T *p) { return *p; }
+template <class T> GP_DEVICE T __ldcv(const T *p) { return *p; }
+template <class T> GP_DEVICE void __stcs(T *p, T v) { *p = v; }
+template <class T> GP_DEVICE void __stcg(T *p, T v) { *p = v; }
+template <class T> GP_DEVICE void __stwb(T *p, T v) { *p = v; }
+template <class T> GP_DEVICE void __stwt(T *p, T v) { *p = v; }
+#if defined(GP_TARGET_HIP) && !defined(__grid_constant__)
+#define __grid_constant__
+#endif
+#endif
 
 /* ---- host side: launching from a dialect source (none under NVRTC and hipRTC) ------ */
 #if !defined(GP__RTC)
