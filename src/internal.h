@@ -261,6 +261,12 @@ gp_status_t gp__be_init(void);                 /* idempotent, thread-safe */
 gp_status_t gp__be_device_count(int *count);
 gp_status_t gp__be_device_set(int device);
 gp_status_t gp__be_device_get_props(gp_device_props_t *props, int device); /* full struct */
+/* One attribute of a checked device; attr is one of GP_DEVICE_ATTR_LIST's. */
+gp_status_t gp__be_device_get_attribute(int *value, gp_device_attr_t attr, int device);
+/* The props field an attribute names (GP_DEVICE_ATTR_LIST), read (clamped to int) or
+ * written: false when attr is not in the list. The one map between the two (api_device.c). */
+bool gp__device_props_attr(const gp_device_props_t *props, gp_device_attr_t attr, int *value);
+bool gp__device_props_set_attr(gp_device_props_t *props, gp_device_attr_t attr, int value);
 gp_status_t gp__be_device_synchronize(void);
 gp_status_t gp__be_device_reset(void);
 gp_status_t gp__be_device_can_access_peer(int *can, int device, int peer);

@@ -612,6 +612,8 @@ static double launch_timeout(void) {
   return v;
 }
 
+double gp__cpu_launch_timeout_s(void) { return launch_timeout(); }
+
 static void wd_kick(const wd_entry_t *e) {
   pthread_kill(e->owner, GP__WATCHDOG_SIGNAL);
   int n = __atomic_load_n(&g_pool.nthreads, __ATOMIC_ACQUIRE);

@@ -44,6 +44,8 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuMemAttachGlobal cudaMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 
+/* A device attribute by its CUDA and its HIP name (src/gpu/device.c's table). */
+#define GP__GPU_ATTR(cuda, hip) cudaDevAttr##cuda
 #define gpuDevAttrMaxThreadsPerBlock cudaDevAttrMaxThreadsPerBlock
 #define gpuDevAttrMaxBlockDimX cudaDevAttrMaxBlockDimX
 #define gpuDevAttrMaxBlockDimY cudaDevAttrMaxBlockDimY

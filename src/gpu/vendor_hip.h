@@ -45,6 +45,8 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuMemAttachGlobal hipMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 
+/* A device attribute by its CUDA and its HIP name (src/gpu/device.c's table). */
+#define GP__GPU_ATTR(cuda, hip) hipDeviceAttribute##hip
 #define gpuDevAttrMaxThreadsPerBlock hipDeviceAttributeMaxThreadsPerBlock
 #define gpuDevAttrMaxBlockDimX hipDeviceAttributeMaxBlockDimX
 #define gpuDevAttrMaxBlockDimY hipDeviceAttributeMaxBlockDimY
