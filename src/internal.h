@@ -306,6 +306,8 @@ gp_status_t gp__be_stream_synchronize(gp_stream_t stream);
 gp_status_t gp__be_stream_query(gp_stream_t stream);
 gp_status_t gp__be_stream_wait_event(gp_stream_t stream, gp_event_t event);
 gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
+/* Attach of checked managed memory (flags one of GP_MEM_ATTACH_*). */
+gp_status_t gp__be_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length, unsigned flags);
 void *gp__be_stream_native(gp_stream_t stream);
 /* The device a checked stream belongs to (the current device for the default streams),
  * or -1 where the backend leaves the device rules to the native runtime: the GPU

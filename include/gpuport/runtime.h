@@ -727,6 +727,35 @@ GP_API gp_status_t gp_stream_query(gp_stream_t stream);
  */
 GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event);
 
+/** @brief Attach flag: the memory is accessible from any stream of any device
+ *         (cudaMemAttachGlobal). */
+#define GP_MEM_ATTACH_GLOBAL 0x1u
+/** @brief Attach flag: the memory is for the host; no stream's kernels access it
+ *         (cudaMemAttachHost). */
+#define GP_MEM_ATTACH_HOST 0x2u
+/** @brief Attach flag: only @p stream's work accesses it (cudaMemAttachSingle). */
+#define GP_MEM_ATTACH_SINGLE 0x4u
+
+/**
+ * @brief Attaches managed memory to @p stream (cudaStreamAttachMemAsync): a coherence hint
+ *        for devices where the host may not touch managed memory while kernels run
+ *        (concurrent_managed_access 0). On cuda and hip it is cudaStreamAttachMemAsync /
+ *        hipStreamAttachMemAsync; on the cpu backend, where host and kernels share the
+ *        memory (concurrent_managed_access 1), it is checked and accepted.
+ * @param[in] stream the stream; ::GP_MEM_ATTACH_SINGLE needs a created stream (not a
+ *            default one), as CUDA.
+ * @param[in] ptr memory from gp_malloc_managed() (on cuda/hip also a managed
+ *            `__managed__` variable the runtime knows).
+ * @param[in] length 0 (the whole allocation) or the allocation's size, as CUDA requires.
+ * @param[in] flags exactly one of ::GP_MEM_ATTACH_GLOBAL, ::GP_MEM_ATTACH_HOST,
+ *            ::GP_MEM_ATTACH_SINGLE.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p ptr, memory gpuport knows that is
+ *         not managed, another length, bad flags, ::GP_MEM_ATTACH_SINGLE on a default
+ *         stream), ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length,
+                                              unsigned flags);
+
 /**
  * @brief Enqueues a host function (cudaLaunchHostFunc). @p fn runs on a library thread
  *        once earlier work on @p stream is complete; later work waits for it. @p fn must
@@ -884,6 +913,29 @@ GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_INVALID_VALUE (too large).
  */
 GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+
+/**
+ * @brief The block size that maximises occupancy for @p kernel, and the smallest grid that
+ *        reaches it (cudaOccupancyMaxPotentialBlockSize, with a fixed dynamic shared
+ *        memory size). Computed as the CUDA runtime's header does: over block sizes that
+ *        are multiples of the warp size from the largest allowed down, the one whose
+ *        resident threads per multiprocessor (gp_occupancy_max_active_blocks() x block
+ *        size) is largest; the largest such block on a tie. On the cpu backend every
+ *        block that fits keeps one multiprocessor busy: the block is the largest allowed
+ *        (1024 or @p block_size_limit) and the grid the multiprocessor count.
+ * @param[out] min_grid blocks to launch for full occupancy (active blocks per
+ *             multiprocessor x multiprocessor_count).
+ * @param[out] block the block size in threads; 0 with ::GP_SUCCESS when no block fits
+ *             (too much @p dynamic_shmem).
+ * @param[in] kernel the kernel.
+ * @param[in] dynamic_shmem dynamic shared memory per block in bytes.
+ * @param[in] block_size_limit the largest block to consider; 0: no limit but the kernel's
+ *            and the device's.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p min_grid or @p block, a negative
+ *         @p block_size_limit), ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_INVALID_IMAGE.
+ */
+GP_API gp_status_t gp_occupancy_max_potential_block_size(int *min_grid, int *block, gp_kernel_t kernel,
+                                                         size_t dynamic_shmem, int block_size_limit);
 
 /** @brief Name of @p kernel as written in its source.
  *  @return a string owned by gpuport and valid for the rest of the process (a copy: it

@@ -162,6 +162,7 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamQuery cudaStreamQuery
+#define gpuStreamAttachMemAsync cudaStreamAttachMemAsync
 #define gpuStreamWaitEvent cudaStreamWaitEvent
 #define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuLaunchHostFuncName "cudaLaunchHostFunc" /* for messages */

@@ -148,6 +148,7 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamQuery hipStreamQuery
+#define gpuStreamAttachMemAsync hipStreamAttachMemAsync
 #define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDestroy hipEventDestroy
