@@ -3,6 +3,7 @@
  * devices: argument checks once, here, then the backend (gp__be_*). Also the helpers
  * of api.h that the other api_*.c files share.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include "api.h"
@@ -204,6 +205,43 @@ static const size_t g_props_ends[] = {
     GP__END(gp_device_props_t, compute_capability_major),
     GP__END(gp_device_props_t, compute_capability_minor),
     GP__END(gp_device_props_t, pci_bus_id),
+    GP__END(gp_device_props_t, total_constant_memory),
+    GP__END(gp_device_props_t, max_pitch),
+    GP__END(gp_device_props_t, regs_per_block),
+    GP__END(gp_device_props_t, regs_per_multiprocessor),
+    GP__END(gp_device_props_t, memory_clock_rate_khz),
+    GP__END(gp_device_props_t, memory_bus_width),
+    GP__END(gp_device_props_t, max_threads_per_multiprocessor),
+    GP__END(gp_device_props_t, max_blocks_per_multiprocessor),
+    GP__END(gp_device_props_t, shared_memory_per_multiprocessor),
+    GP__END(gp_device_props_t, reserved_shared_memory_per_block),
+    GP__END(gp_device_props_t, persisting_l2_cache_max_size),
+    GP__END(gp_device_props_t, kernel_exec_timeout),
+    GP__END(gp_device_props_t, integrated),
+    GP__END(gp_device_props_t, can_map_host_memory),
+    GP__END(gp_device_props_t, compute_mode),
+    GP__END(gp_device_props_t, concurrent_kernels),
+    GP__END(gp_device_props_t, ecc_enabled),
+    GP__END(gp_device_props_t, pci_device_id),
+    GP__END(gp_device_props_t, pci_domain_id),
+    GP__END(gp_device_props_t, tcc_driver),
+    GP__END(gp_device_props_t, async_engine_count),
+    GP__END(gp_device_props_t, unified_addressing),
+    GP__END(gp_device_props_t, stream_priorities_supported),
+    GP__END(gp_device_props_t, global_l1_cache_supported),
+    GP__END(gp_device_props_t, local_l1_cache_supported),
+    GP__END(gp_device_props_t, managed_memory),
+    GP__END(gp_device_props_t, is_multi_gpu_board),
+    GP__END(gp_device_props_t, multi_gpu_board_group_id),
+    GP__END(gp_device_props_t, host_native_atomic_supported),
+    GP__END(gp_device_props_t, single_to_double_precision_perf_ratio),
+    GP__END(gp_device_props_t, pageable_memory_access),
+    GP__END(gp_device_props_t, concurrent_managed_access),
+    GP__END(gp_device_props_t, compute_preemption_supported),
+    GP__END(gp_device_props_t, can_use_host_pointer_for_registered_mem),
+    GP__END(gp_device_props_t, cooperative_launch),
+    GP__END(gp_device_props_t, direct_managed_mem_access_from_host),
+    GP__END(gp_device_props_t, memory_pools_supported),
 };
 
 GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device) {
@@ -217,6 +255,41 @@ GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device) {
   gp__api_copy_fields(props, full, props->struct_size, g_props_ends,
                       sizeof(g_props_ends) / sizeof(g_props_ends[0]));
   return GP_SUCCESS;
+}
+
+/* Attributes are int; byte counts past INT_MAX (none today) read as INT_MAX. */
+static int attr_int(long long v) { return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v; }
+
+bool gp__device_props_attr(const gp_device_props_t *p, gp_device_attr_t attr, int *value) {
+  switch (attr) {
+#define GP__ATTR_GET(name, num, field, text) \
+  case GP_DEVICE_ATTR_##name: *value = attr_int((long long)p->field); return true;
+    GP_DEVICE_ATTR_LIST(GP__ATTR_GET)
+#undef GP__ATTR_GET
+  }
+  return false;
+}
+
+bool gp__device_props_set_attr(gp_device_props_t *p, gp_device_attr_t attr, int value) {
+  switch (attr) {
+#define GP__ATTR_SET(name, num, field, text) \
+  case GP_DEVICE_ATTR_##name: p->field = value; return true;
+    GP_DEVICE_ATTR_LIST(GP__ATTR_SET)
+#undef GP__ATTR_SET
+  }
+  return false;
+}
+
+GP_API gp_status_t gp_device_get_attribute(int *value, gp_device_attr_t attr, int device) {
+  GP__CHECK_NOT_NULL(value);
+  *value = 0;
+  GP__TRY(gp__api_check_device(__func__, "device", device));
+  gp_device_props_t probe;
+  int unused;
+  gp_device_props_init(&probe);
+  GP__CHECK_ARG(gp__device_props_attr(&probe, attr, &unused),
+                "'attr' is %d, not a gp_device_attr_t (cudaDeviceAttr) gpuport knows", (int)attr);
+  return gp__be_device_get_attribute(value, attr, device);
 }
 
 GP_API gp_status_t gp_device_synchronize(void) {

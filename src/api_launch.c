@@ -296,3 +296,35 @@ GP_API gp_status_t gp_launch_ex(gp_kernel_t kernel, const gp_launch_config_t *co
             c.block.z, c.dynamic_shared_bytes, c.cooperative ? " cooperative" : "");
   return gp__be_launch_ex(kernel, &c, s, args);
 }
+
+GP_API gp_status_t gp_occupancy_max_potential_block_size(int *min_grid, int *block, gp_kernel_t kernel,
+                                                         size_t dynamic_shmem, int block_size_limit) {
+  GP__CHECK_NOT_NULL(min_grid);
+  GP__CHECK_NOT_NULL(block);
+  *min_grid = *block = 0;
+  GP__CHECK_ARG(block_size_limit >= 0, "'block_size_limit' is %d", block_size_limit);
+  GP__MODULE_REF gp_module_t owner = NULL;
+  GP__TRY(gp__kernel_check(kernel, __func__, &owner));
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
+  int limit = p->max_threads_per_block;
+  if (kernel->max_threads_per_block > 0 && kernel->max_threads_per_block < limit)
+    limit = kernel->max_threads_per_block;
+  if (block_size_limit > 0 && block_size_limit < limit) limit = block_size_limit;
+  const int granule = gp__be_kernel_warp_size(kernel) > 0 ? gp__be_kernel_warp_size(kernel) : p->warp_size;
+  int best_threads = 0, best_block = 0, best_per_sm = 0;
+  /* From the largest block down, as the CUDA runtime's header does: the first size that
+   * reaches a larger occupancy wins, so of equal occupancies the largest block. */
+  for (int b = limit; b > 0; b = (b % granule) ? b - b % granule : b - granule) {
+    int per_sm = 0;
+    GP__TRY(gp_occupancy_max_active_blocks(&per_sm, kernel, b, dynamic_shmem));
+    if ((long long)per_sm * b > best_threads) {
+      best_threads = per_sm * b;
+      best_block = b;
+      best_per_sm = per_sm;
+    }
+  }
+  *block = best_block;
+  *min_grid = best_per_sm * p->multiprocessor_count;
+  return GP_SUCCESS;
+}

@@ -233,3 +233,32 @@ GP_API gp_status_t gp_event_wrap(gp_event_t *event, void *native) {
   GP__TRY(gp__api_device_count(__func__, &n));
   return gp__be_event_wrap(event, native);
 }
+
+GP_API gp_status_t gp_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length,
+                                              unsigned flags) {
+  GP__CHECK_NOT_NULL(ptr);
+  GP__CHECK_ARG(flags == GP_MEM_ATTACH_GLOBAL || flags == GP_MEM_ATTACH_HOST ||
+                    flags == GP_MEM_ATTACH_SINGLE,
+                "'flags' is 0x%x; one of GP_MEM_ATTACH_GLOBAL, GP_MEM_ATTACH_HOST, "
+                "GP_MEM_ATTACH_SINGLE", flags);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__STREAM_REF gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  GP__CHECK_ARG(flags != GP_MEM_ATTACH_SINGLE ||
+                    (stream != NULL && stream != GP_STREAM_LEGACY && stream != GP_STREAM_PER_THREAD),
+                "GP_MEM_ATTACH_SINGLE needs a created stream, not a default one");
+  gp__alloc_info_t info;
+  const bool known = gp__alloc_find(ptr, &info);
+  /* Memory gpuport does not hold may be a managed variable of the native runtime (which
+   * checks it); where the registry knows every device-accessible byte, it is not managed. */
+  GP__CHECK_ARG(known || !GP__REGISTRY_COMPLETE, "'ptr' (%p) is not managed memory (gp_malloc_managed)", ptr);
+  if (known) {
+    GP__CHECK_ARG(info.kind == GP__ALLOC_MANAGED, "'ptr' (%p) is not managed memory (gp_malloc_managed)", ptr);
+    GP__CHECK_ARG(info.base == ptr, "'ptr' (%p) is inside an allocation at %p: pass its start", ptr, info.base);
+    GP__CHECK_ARG(length == 0 || length == info.bytes,
+                  "'length' is %zu; 0 or the allocation's %zu bytes, as cudaStreamAttachMemAsync requires",
+                  length, info.bytes);
+  }
+  return gp__be_stream_attach_mem_async(s, ptr, length, flags);
+}

@@ -261,6 +261,12 @@ gp_status_t gp__be_init(void);                 /* idempotent, thread-safe */
 gp_status_t gp__be_device_count(int *count);
 gp_status_t gp__be_device_set(int device);
 gp_status_t gp__be_device_get_props(gp_device_props_t *props, int device); /* full struct */
+/* One attribute of a checked device; attr is one of GP_DEVICE_ATTR_LIST's. */
+gp_status_t gp__be_device_get_attribute(int *value, gp_device_attr_t attr, int device);
+/* The props field an attribute names (GP_DEVICE_ATTR_LIST), read (clamped to int) or
+ * written: false when attr is not in the list. The one map between the two (api_device.c). */
+bool gp__device_props_attr(const gp_device_props_t *props, gp_device_attr_t attr, int *value);
+bool gp__device_props_set_attr(gp_device_props_t *props, gp_device_attr_t attr, int value);
 gp_status_t gp__be_device_synchronize(void);
 gp_status_t gp__be_device_reset(void);
 gp_status_t gp__be_device_can_access_peer(int *can, int device, int peer);
@@ -300,6 +306,8 @@ gp_status_t gp__be_stream_synchronize(gp_stream_t stream);
 gp_status_t gp__be_stream_query(gp_stream_t stream);
 gp_status_t gp__be_stream_wait_event(gp_stream_t stream, gp_event_t event);
 gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
+/* Attach of checked managed memory (flags one of GP_MEM_ATTACH_*). */
+gp_status_t gp__be_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length, unsigned flags);
 void *gp__be_stream_native(gp_stream_t stream);
 /* The device a checked stream belongs to (the current device for the default streams),
  * or -1 where the backend leaves the device rules to the native runtime: the GPU

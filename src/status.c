@@ -87,18 +87,23 @@ static async_slot_t *slot_of(int device) {
 }
 
 void gp__async_error_raise(int device, gp_status_t status, const char *fmt, ...) {
+  char msg[GP__MSG_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
   pthread_mutex_lock(&async_lock);
   async_slot_t *s = slot_of(device);
-  if (s->status == GP_SUCCESS) { /* the first fault is the one worth reporting */
+  const bool first = s->status == GP_SUCCESS; /* the first fault is the one worth reporting */
+  if (first) {
     s->status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->message, sizeof(s->message), fmt, ap);
-    va_end(ap);
+    snprintf(s->message, sizeof(s->message), "%s", msg);
   }
   pthread_mutex_unlock(&async_lock);
-  gp__log(GP__LOG_WARN, GP__SUB_ALL, "device %d: asynchronous error %s", device,
-          gp_status_name(status));
+  /* The reason at the default level, once per pending error: the call that reports it
+   * puts it in gp_last_error_message() too; faults after the first until then only at INFO. */
+  gp__log(first ? GP__LOG_WARN : GP__LOG_INFO, GP__SUB_ALL, "device %d: asynchronous error %s: %s",
+          device, gp_status_name(status), msg);
 }
 
 static gp_status_t async_get(int device, bool clear, char *msg, size_t len) {

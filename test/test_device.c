@@ -5,6 +5,8 @@
  * device, and every call that needs one refused with GP_ERROR_NO_DEVICE.
  */
 #include <check.h>
+#include <stddef.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +182,95 @@ START_TEST(device_props_older_struct) {
 }
 END_TEST
 
+/* Every attribute equals the property field the list names; bad attributes, devices and
+ * pointers are refused. */
+START_TEST(device_attributes) {
+  NEED_DEVICES(1, n);
+  for (int d = 0; d < n; d++) {
+    gp_device_props_t p;
+    gp_device_props_init(&p);
+    OK(gp_device_get_props(&p, d));
+    int checked = 0;
+#define CHECK_ATTR(name, num, field, text)                                                      \
+  do {                                                                                          \
+    int v = -12345;                                                                             \
+    OK(gp_device_get_attribute(&v, GP_DEVICE_ATTR_##name, d));                                  \
+    long long want = (long long)p.field;                                                        \
+    if (want > INT_MAX) want = INT_MAX;                                                         \
+    ck_assert_msg(v == want, "device %d: GP_DEVICE_ATTR_" #name " is %d, props." #field " %lld", \
+                  d, v, want);                                                                  \
+    ck_assert_int_eq((int)GP_DEVICE_ATTR_##name, num);                                          \
+    checked++;                                                                                  \
+  } while (0);
+    GP_DEVICE_ATTR_LIST(CHECK_ATTR)
+#undef CHECK_ATTR
+    ck_assert_int_ge(checked, 50);
+    /* What programs gate on: a compute capability and a clock, never 0. */
+    ck_assert_int_ge(p.compute_capability_major, 1);
+    ck_assert_int_gt(p.clock_rate_khz, 0);
+    ck_assert_int_ge(p.max_threads_per_multiprocessor, p.max_threads_per_block);
+    ck_assert_int_ge(p.max_blocks_per_multiprocessor, 1);
+    ck_assert(p.shared_memory_per_multiprocessor >= p.shared_memory_per_block);
+    ck_assert_int_gt(p.regs_per_block, 0);
+    ck_assert(p.total_constant_memory >= 64 * 1024);
+    if (gp_backend() == GP_BACKEND_CPU) {
+      const char *cc = getenv("GP_CPU_COMPUTE_CAPABILITY");
+      if (cc == NULL) {
+        ck_assert_int_eq(p.compute_capability_major, 8);
+        ck_assert_int_eq(p.compute_capability_minor, 0);
+      }
+      ck_assert_int_eq(p.cooperative_launch, 1);
+      ck_assert_int_eq(p.managed_memory, 1);
+      ck_assert_int_eq(p.can_map_host_memory, 1);
+      ck_assert_int_eq(p.unified_addressing, 1);
+      ck_assert_int_eq(p.pageable_memory_access, 0);
+      ck_assert_int_eq(p.max_blocks_per_multiprocessor, 1); /* gp_occupancy_max_active_blocks */
+      ck_assert_int_eq(p.pci_device_id, -1);
+      ck_assert_int_eq(p.kernel_exec_timeout, getenv("GP_LAUNCH_TIMEOUT_S") != NULL &&
+                                                  atof(getenv("GP_LAUNCH_TIMEOUT_S")) > 0);
+    }
+  }
+  int v = 7;
+  FAILS(gp_device_get_attribute(NULL, GP_DEVICE_ATTR_WARP_SIZE, 0), GP_ERROR_INVALID_VALUE, "value");
+  FAILS(gp_device_get_attribute(&v, GP_DEVICE_ATTR_WARP_SIZE, n), GP_ERROR_INVALID_DEVICE, "device");
+  FAILS(gp_device_get_attribute(&v, GP_DEVICE_ATTR_WARP_SIZE, -1), GP_ERROR_INVALID_DEVICE, "device");
+  /* cudaDevAttrTextureAlignment (14) is CUDA's but not gpuport's; 0 and 100000 are nobody's. */
+  FAILS(gp_device_get_attribute(&v, (gp_device_attr_t)14, 0), GP_ERROR_INVALID_VALUE, "attr");
+  FAILS(gp_device_get_attribute(&v, (gp_device_attr_t)0, 0), GP_ERROR_INVALID_VALUE, "attr");
+  FAILS(gp_device_get_attribute(&v, (gp_device_attr_t)100000, 0), GP_ERROR_INVALID_VALUE, "attr");
+  FAILS(gp_device_get_attribute(&v, (gp_device_attr_t)-1, 0), GP_ERROR_INVALID_VALUE, "attr");
+  ck_assert_int_eq(v, 0);
+  /* A struct from before the appended fields gets none of them. */
+  gp_device_props_t old;
+  memset(&old, 0xab, sizeof old);
+  old.struct_size = offsetof(gp_device_props_t, pci_bus_id) + sizeof old.pci_bus_id;
+  OK(gp_device_get_props(&old, 0));
+  ck_assert_int_eq((unsigned char)((char *)&old.total_constant_memory)[0], 0xab);
+  ck_assert_int_eq((unsigned char)((char *)&old.memory_pools_supported)[3], 0xab);
+}
+END_TEST
+
+/* GP_CPU_COMPUTE_CAPABILITY overrides the cpu device's 8.0; a malformed value is ignored. */
+START_TEST(compute_capability_env) {
+  const char *fork_mode = getenv("CK_FORK");
+  if (gp_backend() != GP_BACKEND_CPU || (fork_mode && strcmp(fork_mode, "no") == 0)) return;
+  setenv("GP_CPU_COMPUTE_CAPABILITY", "9.0", 1); /* properties are read once per process */
+  int ma = 0, mi = -1;
+  OK(gp_device_get_attribute(&ma, GP_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR, 0));
+  OK(gp_device_get_attribute(&mi, GP_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR, 0));
+  ck_assert_int_eq(ma, 9);
+  ck_assert_int_eq(mi, 0);
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  OK(gp_device_get_props(&p, 0));
+  ck_assert_int_eq(p.compute_capability_major, 9);
+  setenv("GP_CPU_COMPUTE_CAPABILITY", "sm_75", 1); /* read once per process: still 9.0 */
+  OK(gp_device_get_attribute(&ma, GP_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR, 0));
+  ck_assert_int_eq(ma, 9);
+  unsetenv("GP_CPU_COMPUTE_CAPABILITY");
+}
+END_TEST
+
 START_TEST(warp_size_env) {
   const char *fork_mode = getenv("CK_FORK");
   if (gp_backend() != GP_BACKEND_CPU || (fork_mode && strcmp(fork_mode, "no") == 0)) return;
@@ -303,6 +394,8 @@ static Suite *suite(void) {
 #endif
   tcase_add_test(tc, device_props_older_struct);
   tcase_add_test(tc, warp_size_env);
+  tcase_add_test(tc, device_attributes);
+  tcase_add_test(tc, compute_capability_env);
   tcase_add_test(tc, device_synchronize);
   tcase_add_test(tc, device_reset);
   tcase_add_test(tc, peer_access);

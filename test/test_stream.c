@@ -901,6 +901,80 @@ START_TEST(last_error_async_fault_first) {
 }
 END_TEST
 
+/* ---- occupancy and managed-memory attach ------------------------------------------------------ */
+
+START_TEST(occupancy_potential_block_size) {
+  NEED_DEVICES(1, n);
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  OK(gp_device_get_props(&p, 0));
+  int grid = -1, block = -1;
+  OK(gp_occupancy_max_potential_block_size(&grid, &block, GP_KERNEL_REF(kt_vadd), 0, 0));
+  ck_assert_int_gt(block, 0);
+  ck_assert_int_le(block, p.max_threads_per_block);
+  int per_sm = 0;
+  OK(gp_occupancy_max_active_blocks(&per_sm, GP_KERNEL_REF(kt_vadd), block, 0));
+  ck_assert_int_eq(grid, per_sm * p.multiprocessor_count);
+  /* No other block size keeps more threads resident. */
+  for (int b = p.warp_size; b <= p.max_threads_per_block; b += p.warp_size) {
+    int k = 0;
+    OK(gp_occupancy_max_active_blocks(&k, GP_KERNEL_REF(kt_vadd), b, 0));
+    ck_assert_int_le(k * b, per_sm * block);
+  }
+  OK(gp_occupancy_max_potential_block_size(&grid, &block, GP_KERNEL_REF(kt_vadd), 0, 100));
+  ck_assert_int_le(block, 100);
+  if (gp_backend() == GP_BACKEND_CPU) {
+    /* One block per executor thread: the largest block allowed, one per multiprocessor. */
+    ck_assert_int_eq(block, 100);
+    OK(gp_occupancy_max_potential_block_size(&grid, &block, GP_KERNEL_REF(kt_vadd), 0, 0));
+    ck_assert_int_eq(block, 1024);
+    ck_assert_int_eq(grid, p.multiprocessor_count);
+  }
+  /* Too much shared memory for any block: 0 and 0. */
+  OK(gp_occupancy_max_potential_block_size(&grid, &block, GP_KERNEL_REF(kt_vadd),
+                                           p.shared_memory_per_block_optin + 1, 0));
+  ck_assert_int_eq(block, 0);
+  ck_assert_int_eq(grid, 0);
+  FAILS(gp_occupancy_max_potential_block_size(NULL, &block, GP_KERNEL_REF(kt_vadd), 0, 0),
+        GP_ERROR_INVALID_VALUE, "min_grid");
+  FAILS(gp_occupancy_max_potential_block_size(&grid, NULL, GP_KERNEL_REF(kt_vadd), 0, 0),
+        GP_ERROR_INVALID_VALUE, "block");
+  FAILS(gp_occupancy_max_potential_block_size(&grid, &block, GP_KERNEL_REF(kt_vadd), 0, -1),
+        GP_ERROR_INVALID_VALUE, "block_size_limit");
+  FAILS(gp_occupancy_max_potential_block_size(&grid, &block, NULL, 0, 0), GP_ERROR_INVALID_VALUE,
+        "kernel");
+}
+END_TEST
+
+START_TEST(stream_attach_mem) {
+  NEED_DEVICES(1, n);
+  gp_stream_t s = NULL;
+  void *m = NULL, *d = NULL;
+  OK(gp_stream_create(&s));
+  OK(gp_malloc_managed(&m, 4096));
+  OK(gp_malloc(&d, 64));
+  OK(gp_stream_attach_mem_async(s, m, 0, GP_MEM_ATTACH_SINGLE));
+  OK(gp_stream_attach_mem_async(s, m, 4096, GP_MEM_ATTACH_HOST));
+  OK(gp_stream_attach_mem_async(NULL, m, 0, GP_MEM_ATTACH_GLOBAL));
+  OK(gp_stream_synchronize(s));
+  ((char *)m)[0] = 1; /* the host touches it after the attach */
+  FAILS(gp_stream_attach_mem_async(s, m, 100, GP_MEM_ATTACH_GLOBAL), GP_ERROR_INVALID_VALUE, "length");
+  FAILS(gp_stream_attach_mem_async(s, (char *)m + 64, 0, GP_MEM_ATTACH_GLOBAL), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_stream_attach_mem_async(s, m, 0, 0), GP_ERROR_INVALID_VALUE, "flags");
+  FAILS(gp_stream_attach_mem_async(s, m, 0, GP_MEM_ATTACH_HOST | GP_MEM_ATTACH_SINGLE),
+        GP_ERROR_INVALID_VALUE, "flags");
+  FAILS(gp_stream_attach_mem_async(NULL, m, 0, GP_MEM_ATTACH_SINGLE), GP_ERROR_INVALID_VALUE,
+        "GP_MEM_ATTACH_SINGLE");
+  FAILS(gp_stream_attach_mem_async(s, NULL, 0, GP_MEM_ATTACH_GLOBAL), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_stream_attach_mem_async(s, d, 0, GP_MEM_ATTACH_GLOBAL), GP_ERROR_INVALID_VALUE, "managed");
+  FAILS(gp_stream_attach_mem_async((gp_stream_t)(uintptr_t)0x50, m, 0, GP_MEM_ATTACH_GLOBAL),
+        GP_ERROR_INVALID_HANDLE, "stream");
+  OK(gp_free(m));
+  OK(gp_free(d));
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
 /* ---- the device rules of CUDA's "Stream and Event Behavior" ------------------------------- */
 
 static gp_status_t launch_vadd(int n, const float *a, const float *b, float *c, gp_stream_t s) {
@@ -1033,6 +1107,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, last_error_of_refused_launch);
   tcase_add_test(tc, last_error_of_failed_malloc);
   tcase_add_test(tc, last_error_async_fault_first);
+  tcase_add_test(tc, occupancy_potential_block_size);
+  tcase_add_test(tc, stream_attach_mem);
   suite_add_tcase(s, tc);
   return s;
 }

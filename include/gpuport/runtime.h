@@ -98,10 +98,52 @@ typedef struct gp_device_props {
   size_t shared_memory_per_block;     /**< bytes usable without opt-in (48 KiB on CUDA) */
   size_t shared_memory_per_block_optin; /**< bytes with gp_kernel_set_max_dynamic_shared */
   size_t l2_cache_size;               /**< bytes */
-  int clock_rate_khz;                 /**< peak core clock in kHz (0 when unknown) */
-  int compute_capability_major;       /**< CUDA: 9 for sm_90; HIP: gcnArch major; CPU: 0 */
-  int compute_capability_minor;       /**< CUDA: 0 for sm_90; HIP: minor; CPU: 0 */
+  int clock_rate_khz;                 /**< peak core clock in kHz (0 when unknown; the CPU
+                                           backend reads the host's, never 0) */
+  int compute_capability_major;       /**< CUDA: 9 for sm_90; HIP: gcnArch major; CPU: 8,
+                                           or GP_CPU_COMPUTE_CAPABILITY's */
+  int compute_capability_minor;       /**< CUDA: 0 for sm_90; HIP: minor; CPU: 0, or
+                                           GP_CPU_COMPUTE_CAPABILITY's */
   int pci_bus_id;                     /**< PCI bus id, -1 on the CPU backend */
+  /* Appended later (struct_size tells an older caller's struct from this one). The CPU
+   * backend's values are listed with ::gp_device_attr_t. */
+  size_t total_constant_memory;       /**< bytes of `__constant__` memory (64 KiB on CUDA) */
+  size_t max_pitch;                   /**< largest pitch in bytes of a 2D copy's rows */
+  int regs_per_block;                 /**< 32-bit registers available to a block */
+  int regs_per_multiprocessor;        /**< 32-bit registers per multiprocessor */
+  int memory_clock_rate_khz;          /**< peak memory clock in kHz (0 when unknown) */
+  int memory_bus_width;               /**< global memory bus width in bits */
+  int max_threads_per_multiprocessor; /**< resident threads per multiprocessor */
+  int max_blocks_per_multiprocessor;  /**< resident blocks per multiprocessor */
+  size_t shared_memory_per_multiprocessor; /**< shared memory per multiprocessor in bytes */
+  size_t reserved_shared_memory_per_block; /**< shared memory the system reserves per block */
+  size_t persisting_l2_cache_max_size; /**< largest persisting L2 set-aside in bytes (0: none) */
+  int kernel_exec_timeout;            /**< 1 when a watchdog limits a kernel's run time */
+  int integrated;                     /**< 1 when the device shares the host's memory */
+  int can_map_host_memory;            /**< 1 when host memory can be mapped (gp_host_alloc()) */
+  int compute_mode;                   /**< 0 default, 2 prohibited, 3 exclusive process (cudaComputeMode) */
+  int concurrent_kernels;             /**< 1 when kernels of different streams may run at once */
+  int ecc_enabled;                    /**< 1 when ECC is on */
+  int pci_device_id;                  /**< PCI device id, -1 on the CPU backend */
+  int pci_domain_id;                  /**< PCI domain id, -1 on the CPU backend */
+  int tcc_driver;                     /**< 1 for the Windows TCC driver */
+  int async_engine_count;             /**< copies that may overlap kernels at once */
+  int unified_addressing;             /**< 1 when host and device share one address space */
+  int stream_priorities_supported;    /**< 1 when stream priorities are honoured */
+  int global_l1_cache_supported;      /**< 1 when globals are cached in L1 */
+  int local_l1_cache_supported;       /**< 1 when locals are cached in L1 */
+  int managed_memory;                 /**< 1 when gp_malloc_managed() is supported */
+  int is_multi_gpu_board;             /**< 1 on a multi-GPU board */
+  int multi_gpu_board_group_id;       /**< the board's group, shared by its devices */
+  int host_native_atomic_supported;   /**< 1 when device atomics are atomic for the host too */
+  int single_to_double_precision_perf_ratio; /**< float throughput over double throughput */
+  int pageable_memory_access;         /**< 1 when kernels may access pageable host memory */
+  int concurrent_managed_access;      /**< 1 when host and device may touch managed memory at once */
+  int compute_preemption_supported;   /**< 1 when kernels can be preempted */
+  int can_use_host_pointer_for_registered_mem; /**< 1 when a registered host pointer is its device pointer */
+  int cooperative_launch;             /**< 1 when gp_launch_ex() may launch cooperatively */
+  int direct_managed_mem_access_from_host; /**< 1 when the host reads managed memory without migration */
+  int memory_pools_supported;         /**< 1 when gp_malloc_async() uses a stream-ordered pool */
 } gp_device_props_t;
 
 /** @brief Sets @p props->struct_size and zeroes the rest. */
@@ -147,6 +189,106 @@ GP_API gp_status_t gp_device_get(int *device);
  *         the first fields), ::GP_ERROR_INVALID_DEVICE, ::GP_ERROR_NO_DEVICE.
  */
 GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device);
+
+/**
+ * @brief X-macro list of the device attributes: X(NAME, value, field, sentence).
+ *
+ * NAME is CUDA's cudaDevAttr name after the prefix in upper snake case
+ * (cudaDevAttrMaxThreadsPerBlock: MAX_THREADS_PER_BLOCK), value its number in CUDA's
+ * enum cudaDeviceAttr, field the ::gp_device_props_t member that holds the same value.
+ * The CPU backend's values: as its properties (limits of the executor), a compute
+ * capability of 8.0 (what the CPU backend runs: warp shuffles, cooperative launch, bf16,
+ * the sm_80 mma emulation; `GP_CPU_COMPUTE_CAPABILITY=major.minor` overrides it), the
+ * host's clock (sysfs cpuinfo_max_freq, else /proc/cpuinfo), 64 KiB of constant memory,
+ * a max pitch of 2^31 - 1, 65536 registers per block and multiprocessor (sm_80's), one
+ * resident block of up to 1024 threads per multiprocessor (an executor thread runs one
+ * block at a time: gp_occupancy_max_active_blocks() says 1) with the opt-in shared memory,
+ * memory clock 0 (unknown) on a 64-bit bus, PCI ids -1, integrated, unified addressing,
+ * managed memory, concurrent kernels, cooperative launch, host-native atomics, mapped and
+ * registered host memory, memory pools and L1 caching 1, two copy engines (copies of
+ * other streams overlap kernels in both directions), a float-to-double throughput ratio
+ * of 2 (a SIMD register holds twice the floats), stream priorities 0 (accepted, not
+ * honoured: the OS schedules the streams' threads), pageable memory access 0 (kernels must be given
+ * memory gpuport allocated or registered, as a GPU without HMM needs), a watchdog
+ * (kernel_exec_timeout 1) only while `GP_LAUNCH_TIMEOUT_S` is set, and 0 for ECC, TCC,
+ * compute mode, preemption, persisting L2 and multi-GPU boards.
+ */
+#define GP_DEVICE_ATTR_LIST(X)                                                                      \
+  X(MAX_THREADS_PER_BLOCK, 1, max_threads_per_block, "maximum threads per block")                  \
+  X(MAX_BLOCK_DIM_X, 2, max_block_dim[0], "maximum block extent in x")                            \
+  X(MAX_BLOCK_DIM_Y, 3, max_block_dim[1], "maximum block extent in y")                            \
+  X(MAX_BLOCK_DIM_Z, 4, max_block_dim[2], "maximum block extent in z")                            \
+  X(MAX_GRID_DIM_X, 5, max_grid_dim[0], "maximum grid extent in x")                               \
+  X(MAX_GRID_DIM_Y, 6, max_grid_dim[1], "maximum grid extent in y")                               \
+  X(MAX_GRID_DIM_Z, 7, max_grid_dim[2], "maximum grid extent in z")                               \
+  X(MAX_SHARED_MEMORY_PER_BLOCK, 8, shared_memory_per_block, "shared memory per block in bytes without opt-in") \
+  X(TOTAL_CONSTANT_MEMORY, 9, total_constant_memory, "constant memory in bytes")                  \
+  X(WARP_SIZE, 10, warp_size, "threads per warp")                                                  \
+  X(MAX_PITCH, 11, max_pitch, "largest pitch of a 2D copy in bytes")                              \
+  X(MAX_REGISTERS_PER_BLOCK, 12, regs_per_block, "32-bit registers per block")                    \
+  X(CLOCK_RATE, 13, clock_rate_khz, "peak clock in kHz")                                           \
+  X(MULTI_PROCESSOR_COUNT, 16, multiprocessor_count, "multiprocessors")                            \
+  X(KERNEL_EXEC_TIMEOUT, 17, kernel_exec_timeout, "1 when kernels run under a watchdog")          \
+  X(INTEGRATED, 18, integrated, "1 for a device sharing the host's memory")                       \
+  X(CAN_MAP_HOST_MEMORY, 19, can_map_host_memory, "1 when host memory can be mapped")             \
+  X(COMPUTE_MODE, 20, compute_mode, "the compute mode (cudaComputeMode)")                         \
+  X(CONCURRENT_KERNELS, 31, concurrent_kernels, "1 when kernels may run concurrently")            \
+  X(ECC_ENABLED, 32, ecc_enabled, "1 when ECC is on")                                              \
+  X(PCI_BUS_ID, 33, pci_bus_id, "PCI bus id")                                                      \
+  X(PCI_DEVICE_ID, 34, pci_device_id, "PCI device id")                                             \
+  X(TCC_DRIVER, 35, tcc_driver, "1 for the TCC driver")                                            \
+  X(MEMORY_CLOCK_RATE, 36, memory_clock_rate_khz, "peak memory clock in kHz")                     \
+  X(GLOBAL_MEMORY_BUS_WIDTH, 37, memory_bus_width, "memory bus width in bits")                    \
+  X(L2_CACHE_SIZE, 38, l2_cache_size, "L2 cache in bytes")                                         \
+  X(MAX_THREADS_PER_MULTI_PROCESSOR, 39, max_threads_per_multiprocessor, "resident threads per multiprocessor") \
+  X(ASYNC_ENGINE_COUNT, 40, async_engine_count, "copy engines")                                    \
+  X(UNIFIED_ADDRESSING, 41, unified_addressing, "1 with one address space for host and device")  \
+  X(PCI_DOMAIN_ID, 50, pci_domain_id, "PCI domain id")                                             \
+  X(COMPUTE_CAPABILITY_MAJOR, 75, compute_capability_major, "compute capability, major")          \
+  X(COMPUTE_CAPABILITY_MINOR, 76, compute_capability_minor, "compute capability, minor")          \
+  X(STREAM_PRIORITIES_SUPPORTED, 78, stream_priorities_supported, "1 when stream priorities are honoured") \
+  X(GLOBAL_L1_CACHE_SUPPORTED, 79, global_l1_cache_supported, "1 when globals are cached in L1")  \
+  X(LOCAL_L1_CACHE_SUPPORTED, 80, local_l1_cache_supported, "1 when locals are cached in L1")     \
+  X(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 81, shared_memory_per_multiprocessor, "shared memory per multiprocessor in bytes") \
+  X(MAX_REGISTERS_PER_MULTIPROCESSOR, 82, regs_per_multiprocessor, "32-bit registers per multiprocessor") \
+  X(MANAGED_MEMORY, 83, managed_memory, "1 when managed memory is supported")                     \
+  X(IS_MULTI_GPU_BOARD, 84, is_multi_gpu_board, "1 on a multi-GPU board")                         \
+  X(MULTI_GPU_BOARD_GROUP_ID, 85, multi_gpu_board_group_id, "the multi-GPU board's group")        \
+  X(HOST_NATIVE_ATOMIC_SUPPORTED, 86, host_native_atomic_supported, "1 when atomics are native for the host too") \
+  X(SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO, 87, single_to_double_precision_perf_ratio, "float over double throughput") \
+  X(PAGEABLE_MEMORY_ACCESS, 88, pageable_memory_access, "1 when kernels may access pageable memory") \
+  X(CONCURRENT_MANAGED_ACCESS, 89, concurrent_managed_access, "1 when host and device may access managed memory at once") \
+  X(COMPUTE_PREEMPTION_SUPPORTED, 90, compute_preemption_supported, "1 when kernels can be preempted") \
+  X(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 91, can_use_host_pointer_for_registered_mem, "1 when a registered pointer is its device pointer") \
+  X(COOPERATIVE_LAUNCH, 95, cooperative_launch, "1 when cooperative launches are supported")     \
+  X(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 97, shared_memory_per_block_optin, "shared memory per block in bytes with opt-in") \
+  X(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 101, direct_managed_mem_access_from_host, "1 when the host accesses managed memory directly") \
+  X(MAX_BLOCKS_PER_MULTIPROCESSOR, 106, max_blocks_per_multiprocessor, "resident blocks per multiprocessor") \
+  X(MAX_PERSISTING_L2_CACHE_SIZE, 108, persisting_l2_cache_max_size, "largest persisting L2 set-aside in bytes") \
+  X(RESERVED_SHARED_MEMORY_PER_BLOCK, 111, reserved_shared_memory_per_block, "shared memory reserved per block in bytes") \
+  X(MEMORY_POOLS_SUPPORTED, 115, memory_pools_supported, "1 when stream-ordered allocation uses pools")
+
+/* As gp_status_t's enumerators (gpuport/status.h): each one's documentation is its
+ * sentence, substituted by Doxygen's preprocessor. */
+#define GP__DEVICE_ATTR_ENUM(name, value, field, text) GP_DEVICE_ATTR_##name = value, /**< text */
+/** @brief A device attribute (cudaDeviceAttr; the values are CUDA's). */
+typedef enum gp_device_attr { GP_DEVICE_ATTR_LIST(GP__DEVICE_ATTR_ENUM) } gp_device_attr_t;
+#undef GP__DEVICE_ATTR_ENUM
+
+/**
+ * @brief One attribute of @p device (cudaDeviceGetAttribute). The value equals the
+ *        ::gp_device_props_t field GP_DEVICE_ATTR_LIST() names (byte counts above
+ *        INT_MAX are clamped to INT_MAX). On cuda it is cudaDeviceGetAttribute, on hip
+ *        hipDeviceGetAttribute with HIP's attribute of the same meaning; the CPU
+ *        backend's values are documented with GP_DEVICE_ATTR_LIST().
+ * @param[out] value the attribute's value.
+ * @param[in] attr the attribute.
+ * @param[in] device ordinal.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p value, or @p attr not in the
+ *         list: cudaDeviceGetAttribute's cudaErrorInvalidValue), ::GP_ERROR_INVALID_DEVICE,
+ *         ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_get_attribute(int *value, gp_device_attr_t attr, int device);
 
 /**
  * @brief Waits for all work on every stream of the current device (cudaDeviceSynchronize).
@@ -585,6 +727,35 @@ GP_API gp_status_t gp_stream_query(gp_stream_t stream);
  */
 GP_API gp_status_t gp_stream_wait_event(gp_stream_t stream, gp_event_t event);
 
+/** @brief Attach flag: the memory is accessible from any stream of any device
+ *         (cudaMemAttachGlobal). */
+#define GP_MEM_ATTACH_GLOBAL 0x1u
+/** @brief Attach flag: the memory is for the host; no stream's kernels access it
+ *         (cudaMemAttachHost). */
+#define GP_MEM_ATTACH_HOST 0x2u
+/** @brief Attach flag: only @p stream's work accesses it (cudaMemAttachSingle). */
+#define GP_MEM_ATTACH_SINGLE 0x4u
+
+/**
+ * @brief Attaches managed memory to @p stream (cudaStreamAttachMemAsync): a coherence hint
+ *        for devices where the host may not touch managed memory while kernels run
+ *        (concurrent_managed_access 0). On cuda and hip it is cudaStreamAttachMemAsync /
+ *        hipStreamAttachMemAsync; on the cpu backend, where host and kernels share the
+ *        memory (concurrent_managed_access 1), it is checked and accepted.
+ * @param[in] stream the stream; ::GP_MEM_ATTACH_SINGLE needs a created stream (not a
+ *            default one), as CUDA.
+ * @param[in] ptr memory from gp_malloc_managed() (on cuda/hip also a managed
+ *            `__managed__` variable the runtime knows).
+ * @param[in] length 0 (the whole allocation) or the allocation's size, as CUDA requires.
+ * @param[in] flags exactly one of ::GP_MEM_ATTACH_GLOBAL, ::GP_MEM_ATTACH_HOST,
+ *            ::GP_MEM_ATTACH_SINGLE.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p ptr, memory gpuport knows that is
+ *         not managed, another length, bad flags, ::GP_MEM_ATTACH_SINGLE on a default
+ *         stream), ::GP_ERROR_INVALID_HANDLE.
+ */
+GP_API gp_status_t gp_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length,
+                                              unsigned flags);
+
 /**
  * @brief Enqueues a host function (cudaLaunchHostFunc). @p fn runs on a library thread
  *        once earlier work on @p stream is complete; later work waits for it. @p fn must
@@ -742,6 +913,29 @@ GP_API gp_status_t gp_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_INVALID_VALUE (too large).
  */
 GP_API gp_status_t gp_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+
+/**
+ * @brief The block size that maximises occupancy for @p kernel, and the smallest grid that
+ *        reaches it (cudaOccupancyMaxPotentialBlockSize, with a fixed dynamic shared
+ *        memory size). Computed as the CUDA runtime's header does: over block sizes that
+ *        are multiples of the warp size from the largest allowed down, the one whose
+ *        resident threads per multiprocessor (gp_occupancy_max_active_blocks() x block
+ *        size) is largest; the largest such block on a tie. On the cpu backend every
+ *        block that fits keeps one multiprocessor busy: the block is the largest allowed
+ *        (1024 or @p block_size_limit) and the grid the multiprocessor count.
+ * @param[out] min_grid blocks to launch for full occupancy (active blocks per
+ *             multiprocessor x multiprocessor_count).
+ * @param[out] block the block size in threads; 0 with ::GP_SUCCESS when no block fits
+ *             (too much @p dynamic_shmem).
+ * @param[in] kernel the kernel.
+ * @param[in] dynamic_shmem dynamic shared memory per block in bytes.
+ * @param[in] block_size_limit the largest block to consider; 0: no limit but the kernel's
+ *            and the device's.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p min_grid or @p block, a negative
+ *         @p block_size_limit), ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_INVALID_IMAGE.
+ */
+GP_API gp_status_t gp_occupancy_max_potential_block_size(int *min_grid, int *block, gp_kernel_t kernel,
+                                                         size_t dynamic_shmem, int block_size_limit);
 
 /** @brief Name of @p kernel as written in its source.
  *  @return a string owned by gpuport and valid for the rest of the process (a copy: it

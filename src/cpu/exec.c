@@ -612,6 +612,8 @@ static double launch_timeout(void) {
   return v;
 }
 
+double gp__cpu_launch_timeout_s(void) { return launch_timeout(); }
+
 static void wd_kick(const wd_entry_t *e) {
   pthread_kill(e->owner, GP__WATCHDOG_SIGNAL);
   int n = __atomic_load_n(&g_pool.nthreads, __ATOMIC_ACQUIRE);
@@ -1671,6 +1673,35 @@ static const void *object_of(const void *a) {
   return dladdr(a, &info) ? info.dli_fbase : NULL;
 }
 
+/* Repeated warnings about a kernel (launch after launch) are printed once per kernel and
+ * kind: true for the first of (k, kind). The table holds the first WARN_ONCE_MAX pairs;
+ * past it a pair is treated as warned (and a note says so once), so a program with
+ * endless distinct kernels cannot flood the log either. */
+#define WARN_ONCE_MAX 1024
+enum { WARN_POISON = 1, WARN_WIDTH = 2 };
+static pthread_mutex_t g_warned_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { const void *k; int kind; } g_warned[WARN_ONCE_MAX];
+static int g_nwarned;
+
+static bool warn_first(const void *k, int kind) {
+  bool first = true, full = false;
+  pthread_mutex_lock(&g_warned_mu);
+  for (int i = 0; i < g_nwarned && first; i++)
+    if (g_warned[i].k == k && g_warned[i].kind == kind) first = false;
+  if (first && g_nwarned < WARN_ONCE_MAX) {
+    g_warned[g_nwarned].k = k;
+    g_warned[g_nwarned++].kind = kind;
+  } else if (first) {
+    full = g_nwarned++ == WARN_ONCE_MAX; /* counts on, once past the table: note it once */
+    first = false;
+  }
+  pthread_mutex_unlock(&g_warned_mu);
+  if (full)
+    GP__WARN(GP__SUB_LAUNCH, "more than %d kernels warned about: further launch warnings only at GP_DEBUG=INFO",
+             WARN_ONCE_MAX);
+  return first;
+}
+
 /* The build of k to run: its width-64 sibling when GP_CPU_WARP_SIZE=64 asks for one. The
  * sibling is built into the same object as k: a kernel of the same name elsewhere (a
  * module compiled at run time, another library) is another kernel. */
@@ -1691,12 +1722,15 @@ const struct gp_kernel_s *gp__cpu_kernel_for_width(const struct gp_kernel_s *k) 
     found = r;
   }
   if (!found) {
-    static int warned;
-    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    /* props.warp_size says 64, the kernel runs at its own width: said once per kernel. */
+    if (warn_first(k, WARN_WIDTH))
       GP__WARN(GP__SUB_LAUNCH,
                "GP_CPU_WARP_SIZE=64: kernel '%s' has no width-64 build in this program; it runs at "
-               "width %d (build dialect sources also with -DGP_WARP_SIZE=64 -DGP_KERNEL_SUFFIX=_w64)",
+               "width %d, not the device's warp_size of 64 (build dialect sources also with "
+               "-DGP_WARP_SIZE=64 -DGP_KERNEL_SUFFIX=_w64)",
                k->name, k->warp_size);
+    else
+      GP__INFO(GP__SUB_LAUNCH, "kernel '%s' runs at width %d (no width-64 build)", k->name, k->warp_size);
     return k;
   }
   return found;
@@ -1799,10 +1833,10 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block, si
   pthread_mutex_destroy(&j.gmu);
   __atomic_fetch_add(&g_stats.launches, 1, __ATOMIC_RELAXED);
   if (j.bad_reads)
-    GP__WARN(GP__SUB_LAUNCH,
-             "kernel '%s': %u warp-operation reads of inactive or exited lanes returned poison "
-             "(first: lane %u at %s:%d)",
-             k->name, j.bad_reads, j.bad_lane, site_base(j.bad_file), j.bad_line);
+    gp__log(warn_first(k, WARN_POISON) ? GP__LOG_WARN : GP__LOG_INFO, GP__SUB_LAUNCH,
+            "kernel '%s': %u warp-operation reads of inactive or exited lanes returned poison "
+            "(first: lane %u at %s:%d; said once per kernel, every launch at GP_DEBUG=INFO)",
+            k->name, j.bad_reads, j.bad_lane, site_base(j.bad_file), j.bad_line);
   if (__atomic_load_n(&j.failed, __ATOMIC_ACQUIRE)) {
     __atomic_fetch_add(&g_stats.failures, 1, __ATOMIC_RELAXED);
     return gp__error((gp_status_t)j.status, "gp_launch", "%s", j.msg);

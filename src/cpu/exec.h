@@ -46,6 +46,8 @@ gp_status_t gp__cpu_exec_grid(gp_kernel_t k, gp_dim3_t grid, gp_dim3_t block,
 /* The warp width the CPU device reports and runs kernels at: 64 when GP_CPU_WARP_SIZE=64,
  * else 32 (read once). */
 int gp__cpu_warp_size(void);
+/* GP_LAUNCH_TIMEOUT_S in seconds, 0 when off (read at each call). */
+double gp__cpu_launch_timeout_s(void);
 
 /* The build of k a launch runs: with GP_CPU_WARP_SIZE=64, the width-64 build of a
  * width-32 kernel when one is registered (same name and parameters, same program or

@@ -8,12 +8,15 @@
  * stream-ordered free (which learns nothing but the pointer) can keep the accounting.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "api.h"
 #include "cpu.h"
 #include "exec.h"
 
@@ -100,6 +103,54 @@ static size_t l2_size(void) {
   return 0;
 }
 
+/* The host's peak clock in kHz: sysfs's cpuinfo_max_freq (kHz), else the first "cpu MHz"
+ * of /proc/cpuinfo (the current clock: containers and VMs often have no cpufreq), else
+ * 1 GHz with a warning: programs divide by the clock (cycles to seconds), so never 0. */
+static int g_clock_khz;
+static pthread_once_t g_clock_once = PTHREAD_ONCE_INIT;
+
+static void clock_read(void) {
+  long khz = 0;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+  if (f) {
+    if (fscanf(f, "%ld", &khz) != 1) khz = 0;
+    fclose(f);
+  }
+  if (khz <= 0 && (f = fopen("/proc/cpuinfo", "r")) != NULL) {
+    char line[256];
+    double mhz = 0;
+    while (mhz <= 0 && fgets(line, sizeof line, f))
+      if (strncmp(line, "cpu MHz", 7) == 0 && strchr(line, ':')) mhz = strtod(strchr(line, ':') + 1, NULL);
+    fclose(f);
+    khz = (long)(mhz * 1000.0);
+  }
+  if (khz <= 0 || khz > INT_MAX) {
+    GP__WARN(GP__SUB_INIT, "cpu backend: the host's clock is not readable (no cpufreq, no /proc/cpuinfo): "
+                           "clock_rate_khz says 1 GHz");
+    khz = 1000000;
+  }
+  g_clock_khz = (int)khz;
+}
+
+/* The compute capability the cpu backend reports: 8.0, or GP_CPU_COMPUTE_CAPABILITY
+ * ("major.minor", e.g. "7.5" or "9.0"). 8.0 is what it runs: warp shuffles and votes,
+ * cooperative launch, bf16, the sm_80 mma.sync emulation (include/gpuport/nv_mma.h). */
+static void compute_capability(int *major, int *minor) {
+  *major = 8;
+  *minor = 0;
+  const char *e = getenv("GP_CPU_COMPUTE_CAPABILITY");
+  if (e == NULL || *e == '\0') return;
+  int ma = 0, mi = 0, n = 0;
+  if (sscanf(e, "%d.%d%n", &ma, &mi, &n) == 2 && e[n] == '\0' && ma >= 1 && ma <= 99 && mi >= 0 && mi <= 9) {
+    *major = ma;
+    *minor = mi;
+    return;
+  }
+  static int warned;
+  if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    GP__WARN(GP__SUB_INIT, "ignoring GP_CPU_COMPUTE_CAPABILITY=%s: not major.minor (e.g. 8.0)", e);
+}
+
 gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
   snprintf(p->name, sizeof(p->name), "gpuport CPU device %d", device);
   snprintf(p->arch, sizeof(p->arch), "%s", GP__CPU_ARCH);
@@ -116,10 +167,58 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
   p->shared_memory_per_block = GP__CPU_SHARED_PER_BLOCK;
   p->shared_memory_per_block_optin = GP__CPU_SHARED_PER_BLOCK_OPTIN;
   p->l2_cache_size = l2_size();
-  p->clock_rate_khz = 0;
-  p->compute_capability_major = 0;
-  p->compute_capability_minor = 0;
+  pthread_once(&g_clock_once, clock_read);
+  p->clock_rate_khz = g_clock_khz;
+  compute_capability(&p->compute_capability_major, &p->compute_capability_minor);
   p->pci_bus_id = -1;
+  /* The rest as documented with GP_DEVICE_ATTR_LIST (gpuport/runtime.h). */
+  p->total_constant_memory = 64 * 1024;
+  p->max_pitch = INT_MAX;
+  p->regs_per_block = 65536;
+  p->regs_per_multiprocessor = 65536;
+  p->memory_clock_rate_khz = 0;
+  p->memory_bus_width = 64;
+  /* An executor thread runs one block at a time (gp__be_occupancy_max_active_blocks). */
+  p->max_threads_per_multiprocessor = GP__CPU_MAX_THREADS_PER_BLOCK;
+  p->max_blocks_per_multiprocessor = 1;
+  p->shared_memory_per_multiprocessor = GP__CPU_SHARED_PER_BLOCK_OPTIN;
+  p->reserved_shared_memory_per_block = 0;
+  p->persisting_l2_cache_max_size = 0;
+  p->kernel_exec_timeout = gp__cpu_launch_timeout_s() > 0;
+  p->integrated = 1;
+  p->can_map_host_memory = 1;
+  p->compute_mode = 0;
+  p->concurrent_kernels = 1;
+  p->ecc_enabled = 0;
+  p->pci_device_id = -1;
+  p->pci_domain_id = -1;
+  p->tcc_driver = 0;
+  p->async_engine_count = 2;
+  p->unified_addressing = 1;
+  p->stream_priorities_supported = 0; /* accepted and kept; the OS schedules the workers */
+  p->global_l1_cache_supported = 1;
+  p->local_l1_cache_supported = 1;
+  p->managed_memory = 1;
+  p->is_multi_gpu_board = 0;
+  p->multi_gpu_board_group_id = 0;
+  p->host_native_atomic_supported = 1;
+  p->single_to_double_precision_perf_ratio = 2; /* a SIMD register holds twice the floats */
+  p->pageable_memory_access = 0;                /* refused, as on a GPU without HMM */
+  p->concurrent_managed_access = 1;
+  p->compute_preemption_supported = 0;
+  p->can_use_host_pointer_for_registered_mem = 1;
+  p->cooperative_launch = 1;
+  p->direct_managed_mem_access_from_host = 1;
+  p->memory_pools_supported = 1;
+  return GP_SUCCESS;
+}
+
+/* From the properties the api layer cached: they are read once per process (the
+ * environment's overrides included), and an attribute always equals its field. */
+gp_status_t gp__be_device_get_attribute(int *value, gp_device_attr_t attr, int device) {
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props("gp_device_get_attribute", device, &p));
+  (void)gp__device_props_attr(p, attr, value); /* the api layer checked attr */
   return GP_SUCCESS;
 }
 

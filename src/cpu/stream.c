@@ -1286,6 +1286,16 @@ gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void
   return submit(stream, op, false, "gp_launch_host_func");
 }
 
+/* Host and kernels share managed memory, which the host may touch at any time
+ * (concurrent_managed_access 1): the hint changes nothing. */
+gp_status_t gp__be_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length, unsigned flags) {
+  (void)stream;
+  (void)ptr;
+  (void)length;
+  (void)flags;
+  return GP_SUCCESS;
+}
+
 gp_status_t gp__be_enqueue_host_work(gp_stream_t stream, gp__host_work_fn fn, void *user,
                                      bool free_user) {
   cpu_op_t *op = op_new(OP_HOST_WORK, 0);

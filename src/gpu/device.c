@@ -25,7 +25,95 @@ gp_status_t gp__be_device_set(int device) {
   return gp__set_current_device(device, "gp_device_set");
 }
 
-/* An optional attribute: 0 when the runtime does not know it. */
+/* gp_device_attr_t to the native attribute, by its CUDA and its HIP name (HIP's enum has
+ * other names and numbers). Every attribute of GP_DEVICE_ATTR_LIST has a row. */
+typedef struct attr_row {
+  gp_device_attr_t attr;
+  gpuDeviceAttr native;
+} attr_row_t;
+
+#define ROW(name, cuda, hip) {GP_DEVICE_ATTR_##name, GP__GPU_ATTR(cuda, hip)}
+static const attr_row_t k_attrs[] = {
+    ROW(MAX_THREADS_PER_BLOCK, MaxThreadsPerBlock, MaxThreadsPerBlock),
+    ROW(MAX_BLOCK_DIM_X, MaxBlockDimX, MaxBlockDimX),
+    ROW(MAX_BLOCK_DIM_Y, MaxBlockDimY, MaxBlockDimY),
+    ROW(MAX_BLOCK_DIM_Z, MaxBlockDimZ, MaxBlockDimZ),
+    ROW(MAX_GRID_DIM_X, MaxGridDimX, MaxGridDimX),
+    ROW(MAX_GRID_DIM_Y, MaxGridDimY, MaxGridDimY),
+    ROW(MAX_GRID_DIM_Z, MaxGridDimZ, MaxGridDimZ),
+    ROW(MAX_SHARED_MEMORY_PER_BLOCK, MaxSharedMemoryPerBlock, MaxSharedMemoryPerBlock),
+    ROW(TOTAL_CONSTANT_MEMORY, TotalConstantMemory, TotalConstantMemory),
+    ROW(WARP_SIZE, WarpSize, WarpSize),
+    ROW(MAX_PITCH, MaxPitch, MaxPitch),
+    ROW(MAX_REGISTERS_PER_BLOCK, MaxRegistersPerBlock, MaxRegistersPerBlock),
+    ROW(CLOCK_RATE, ClockRate, ClockRate),
+    ROW(MULTI_PROCESSOR_COUNT, MultiProcessorCount, MultiprocessorCount),
+    ROW(KERNEL_EXEC_TIMEOUT, KernelExecTimeout, KernelExecTimeout),
+    ROW(INTEGRATED, Integrated, Integrated),
+    ROW(CAN_MAP_HOST_MEMORY, CanMapHostMemory, CanMapHostMemory),
+    ROW(COMPUTE_MODE, ComputeMode, ComputeMode),
+    ROW(CONCURRENT_KERNELS, ConcurrentKernels, ConcurrentKernels),
+    ROW(ECC_ENABLED, EccEnabled, EccEnabled),
+    ROW(PCI_BUS_ID, PciBusId, PciBusId),
+    ROW(PCI_DEVICE_ID, PciDeviceId, PciDeviceId),
+    ROW(TCC_DRIVER, TccDriver, TccDriver),
+    ROW(MEMORY_CLOCK_RATE, MemoryClockRate, MemoryClockRate),
+    ROW(GLOBAL_MEMORY_BUS_WIDTH, GlobalMemoryBusWidth, MemoryBusWidth),
+    ROW(L2_CACHE_SIZE, L2CacheSize, L2CacheSize),
+    ROW(MAX_THREADS_PER_MULTI_PROCESSOR, MaxThreadsPerMultiProcessor, MaxThreadsPerMultiProcessor),
+    ROW(ASYNC_ENGINE_COUNT, AsyncEngineCount, AsyncEngineCount),
+    ROW(UNIFIED_ADDRESSING, UnifiedAddressing, UnifiedAddressing),
+    ROW(PCI_DOMAIN_ID, PciDomainId, PciDomainID),
+    ROW(COMPUTE_CAPABILITY_MAJOR, ComputeCapabilityMajor, ComputeCapabilityMajor),
+    ROW(COMPUTE_CAPABILITY_MINOR, ComputeCapabilityMinor, ComputeCapabilityMinor),
+    ROW(STREAM_PRIORITIES_SUPPORTED, StreamPrioritiesSupported, StreamPrioritiesSupported),
+    ROW(GLOBAL_L1_CACHE_SUPPORTED, GlobalL1CacheSupported, GlobalL1CacheSupported),
+    ROW(LOCAL_L1_CACHE_SUPPORTED, LocalL1CacheSupported, LocalL1CacheSupported),
+    ROW(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, MaxSharedMemoryPerMultiprocessor, MaxSharedMemoryPerMultiprocessor),
+    ROW(MAX_REGISTERS_PER_MULTIPROCESSOR, MaxRegistersPerMultiprocessor, MaxRegistersPerMultiprocessor),
+    ROW(MANAGED_MEMORY, ManagedMemory, ManagedMemory),
+    ROW(IS_MULTI_GPU_BOARD, IsMultiGpuBoard, IsMultiGpuBoard),
+    ROW(MULTI_GPU_BOARD_GROUP_ID, MultiGpuBoardGroupID, MultiGpuBoardGroupID),
+    ROW(HOST_NATIVE_ATOMIC_SUPPORTED, HostNativeAtomicSupported, HostNativeAtomicSupported),
+    ROW(SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO, SingleToDoublePrecisionPerfRatio, SingleToDoublePrecisionPerfRatio),
+    ROW(PAGEABLE_MEMORY_ACCESS, PageableMemoryAccess, PageableMemoryAccess),
+    ROW(CONCURRENT_MANAGED_ACCESS, ConcurrentManagedAccess, ConcurrentManagedAccess),
+    ROW(COMPUTE_PREEMPTION_SUPPORTED, ComputePreemptionSupported, ComputePreemptionSupported),
+    ROW(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, CanUseHostPointerForRegisteredMem, CanUseHostPointerForRegisteredMem),
+    ROW(COOPERATIVE_LAUNCH, CooperativeLaunch, CooperativeLaunch),
+    ROW(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, MaxSharedMemoryPerBlockOptin, SharedMemPerBlockOptin),
+    ROW(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, DirectManagedMemAccessFromHost, DirectManagedMemAccessFromHost),
+    ROW(MAX_BLOCKS_PER_MULTIPROCESSOR, MaxBlocksPerMultiprocessor, MaxBlocksPerMultiProcessor),
+    ROW(MAX_PERSISTING_L2_CACHE_SIZE, MaxPersistingL2CacheSize, PersistingL2CacheMaxSize),
+    ROW(RESERVED_SHARED_MEMORY_PER_BLOCK, ReservedSharedMemoryPerBlock, ReservedSharedMemPerBlock),
+    ROW(MEMORY_POOLS_SUPPORTED, MemoryPoolsSupported, MemoryPoolsSupported),
+};
+#undef ROW
+
+static const attr_row_t *attr_find(gp_device_attr_t attr) {
+  for (size_t i = 0; i < sizeof k_attrs / sizeof k_attrs[0]; i++)
+    if (k_attrs[i].attr == attr) return &k_attrs[i];
+  return NULL;
+}
+
+gp_status_t gp__be_device_get_attribute(int *value, gp_device_attr_t attr, int device) {
+  const attr_row_t *r = attr_find(attr);
+  if (r == NULL)
+    return GP__GPU_ERR(GP_ERROR_NOT_SUPPORTED, "attribute %d has no " GP__GPU_VENDOR " counterpart",
+                       (int)attr);
+  int v = 0;
+  GP__GPU_TRY_DEV(device, gpuDeviceGetAttribute, (&v, r->native, device));
+  /* HIP on AMD has no opt-in: the whole LDS is available without it (as the properties). */
+  if (attr == GP_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) {
+    int plain = 0;
+    GP__GPU_TRY_DEV(device, gpuDeviceGetAttribute, (&plain, gpuDevAttrMaxSharedMemoryPerBlock, device));
+    if (v < plain) v = plain;
+  }
+  *value = v;
+  return GP_SUCCESS;
+}
+
+/* An optional attribute: 0 when the runtime does not know it (an older driver). */
 static int gp__gpu_attr(gpuDeviceAttr attr, int device) {
   int v = 0;
   if (gpuDeviceGetAttribute(&v, attr, device) != gpuSuccess) {
@@ -45,28 +133,15 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *props, int device) {
   props->struct_size = struct_size;
   snprintf(props->name, sizeof(props->name), "%s", prop.name);
   props->total_memory = prop.totalGlobalMem;
-  props->compute_capability_major = gp__gpu_attr(gpuDevAttrComputeCapabilityMajor, device);
-  props->compute_capability_minor = gp__gpu_attr(gpuDevAttrComputeCapabilityMinor, device);
+  /* Every field an attribute names, from that attribute: gp_device_get_attribute and
+   * the properties cannot disagree. */
+  for (size_t i = 0; i < sizeof k_attrs / sizeof k_attrs[0]; i++)
+    (void)gp__device_props_set_attr(props, k_attrs[i].attr, gp__gpu_attr(k_attrs[i].native, device));
   gpu_arch_name(props->arch, sizeof(props->arch), &prop, props->compute_capability_major,
                 props->compute_capability_minor);
-  props->multiprocessor_count = gp__gpu_attr(gpuDevAttrMultiProcessorCount, device);
-  props->warp_size = gp__gpu_attr(gpuDevAttrWarpSize, device);
-  props->max_threads_per_block = gp__gpu_attr(gpuDevAttrMaxThreadsPerBlock, device);
-  props->max_block_dim[0] = gp__gpu_attr(gpuDevAttrMaxBlockDimX, device);
-  props->max_block_dim[1] = gp__gpu_attr(gpuDevAttrMaxBlockDimY, device);
-  props->max_block_dim[2] = gp__gpu_attr(gpuDevAttrMaxBlockDimZ, device);
-  props->max_grid_dim[0] = gp__gpu_attr(gpuDevAttrMaxGridDimX, device);
-  props->max_grid_dim[1] = gp__gpu_attr(gpuDevAttrMaxGridDimY, device);
-  props->max_grid_dim[2] = gp__gpu_attr(gpuDevAttrMaxGridDimZ, device);
-  props->shared_memory_per_block = (size_t)gp__gpu_attr(gpuDevAttrMaxSharedMemoryPerBlock, device);
-  props->shared_memory_per_block_optin =
-      (size_t)gp__gpu_attr(gpuDevAttrMaxSharedMemoryPerBlockOptin, device);
   /* HIP on AMD has no opt-in: the whole LDS is available without it. */
   if (props->shared_memory_per_block_optin < props->shared_memory_per_block)
     props->shared_memory_per_block_optin = props->shared_memory_per_block;
-  props->l2_cache_size = (size_t)gp__gpu_attr(gpuDevAttrL2CacheSize, device);
-  props->clock_rate_khz = gp__gpu_attr(gpuDevAttrClockRate, device);
-  props->pci_bus_id = gp__gpu_attr(gpuDevAttrPciBusId, device);
   return GP_SUCCESS;
 }
 

@@ -156,6 +156,13 @@ gp_status_t gp__be_launch_host_func(gp_stream_t s, void (*fn)(void *), void *use
   return GP_SUCCESS;
 }
 
+gp_status_t gp__be_stream_attach_mem_async(gp_stream_t s, void *ptr, size_t length, unsigned flags) {
+  /* GP_MEM_ATTACH_* are CUDA's and HIP's values (cudaMemAttachGlobal 1, Host 2, Single 4). */
+  GP__GPU_TRY_NAMED(gp__gpu_stream_device(s), GP__GPU_STR(gpuStreamAttachMemAsync),
+                    gpuStreamAttachMemAsync(gp__gpu_stream(s), ptr, length, flags));
+  return GP_SUCCESS;
+}
+
 void *gp__be_stream_native(gp_stream_t s) { return (void *)gp__gpu_stream(s); }
 
 /* The native runtime applies the device rules of launches and event records itself

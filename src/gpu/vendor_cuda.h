@@ -44,6 +44,8 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuMemAttachGlobal cudaMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 
+/* A device attribute by its CUDA and its HIP name (src/gpu/device.c's table). */
+#define GP__GPU_ATTR(cuda, hip) cudaDevAttr##cuda
 #define gpuDevAttrMaxThreadsPerBlock cudaDevAttrMaxThreadsPerBlock
 #define gpuDevAttrMaxBlockDimX cudaDevAttrMaxBlockDimX
 #define gpuDevAttrMaxBlockDimY cudaDevAttrMaxBlockDimY
@@ -161,6 +163,7 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamQuery cudaStreamQuery
+#define gpuStreamAttachMemAsync cudaStreamAttachMemAsync
 #define gpuStreamWaitEvent cudaStreamWaitEvent
 #define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuLaunchHostFuncName "cudaLaunchHostFunc" /* for messages */

@@ -45,6 +45,8 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuMemAttachGlobal hipMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 
+/* A device attribute by its CUDA and its HIP name (src/gpu/device.c's table). */
+#define GP__GPU_ATTR(cuda, hip) hipDeviceAttribute##hip
 #define gpuDevAttrMaxThreadsPerBlock hipDeviceAttributeMaxThreadsPerBlock
 #define gpuDevAttrMaxBlockDimX hipDeviceAttributeMaxBlockDimX
 #define gpuDevAttrMaxBlockDimY hipDeviceAttributeMaxBlockDimY
@@ -147,6 +149,7 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamQuery hipStreamQuery
+#define gpuStreamAttachMemAsync hipStreamAttachMemAsync
 #define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDestroy hipEventDestroy
