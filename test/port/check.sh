@@ -140,7 +140,7 @@ report 'rules.cu:55: unmapped: cudaMalloc3D' rules
 echo "== gpuport-port test/port/templates.cu"
 port 1 templates test/port/templates.cu
 for e in '^#include <gpuport/kernel.h>$' '^#include <gpuport/half.h>$' '^#include <gpuport/cooperative_groups.h>$' \
-  '^#include <gpuport/blas.h>$' '^namespace cg = gp_cg;$' '^using namespace gp_cg;$' \
+  '^#include <gpuport/blas.h>$' '^#include <gpuport/graph.h>$' '^namespace cg = gp_cg;$' '^using namespace gp_cg;$' \
   '^template <typename T, int BLOCK>$' '^GP_KERNEL_TEMPLATE void blockSum(const T \*in, T \*out, int n) {$' \
   'cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);' \
   '^}$' 'GP_KERNEL void toHalf(const float \*in, __half \*out, int n)' 'out\[i\] = __float2half(in\[i\]);' \
