@@ -1,6 +1,7 @@
 #!/bin/sh
 # check.sh [LIBDIR] - the porting test: gpuport-port converts the six classic CUDA
-# programs of this directory (plain CUDA, as written for nvcc) and user_names.cu and
+# programs of this directory (plain CUDA, as written for nvcc), user_names.cu,
+# include_order.cu (with its own helper_cuda.h) and
 # uses_header.cu (with kernels.cuh); each converted program must port with the exit
 # status expected (0 clean, 1 notes to review), build with scripts/gpuport-cc against
 # the cpu backend at warp widths 32 and 64 and pass its own check at both
@@ -45,6 +46,8 @@ for src in vector_add reduce transpose histogram scan softmax user_names; do
   grep -c '' "$out/$src.log" | sed 's/^/  notes: /'
   build_run $src
 done
+echo "== gpuport-port test/port/helper_cuda.h test/port/include_order.cu"
+port 0 include_order test/port/helper_cuda.h test/port/include_order.cu && build_run include_order
 echo "== gpuport-port test/port/kernels.cuh test/port/uses_header.cu"
 port 0 uses_header test/port/kernels.cuh test/port/uses_header.cu && build_run uses_header
 

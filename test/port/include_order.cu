@@ -1,0 +1,39 @@
+// include_order.cu - a namespace alias of cooperative_groups between two includes, and a
+// program's own helper_cuda.h: the dialect headers must come before the alias, and the
+// helper's include must stay.
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#include <stdio.h>
+#include "helper_cuda.h"
+
+__global__ void blockSums(const int *in, int *out) {
+  cg::thread_block block = cg::this_thread_block();
+  __shared__ int sum;
+  if (threadIdx.x == 0) sum = 0;
+  block.sync();
+  atomicAdd(&sum, in[blockIdx.x * blockDim.x + threadIdx.x]);
+  block.sync();
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
+}
+
+int main() {
+  const int blocks = 4, threads = 128, n = blocks * threads;
+  int h[n], sums[blocks], *d_in, *d_out;
+  for (int i = 0; i < n; i++) h[i] = i % 7;
+  checkCudaErrors(cudaMalloc((void **)&d_in, sizeof h));
+  checkCudaErrors(cudaMalloc((void **)&d_out, sizeof sums));
+  checkCudaErrors(cudaMemcpy(d_in, h, sizeof h, cudaMemcpyHostToDevice));
+  blockSums<<<blocks, threads>>>(d_in, d_out);
+  checkCudaErrors(cudaGetLastError());
+  checkCudaErrors(cudaMemcpy(sums, d_out, sizeof sums, cudaMemcpyDeviceToHost));
+  int errors = 0;
+  for (int b = 0; b < blocks; b++) {
+    int want = 0;
+    for (int i = b * threads; i < (b + 1) * threads; i++) want += h[i];
+    if (sums[b] != want) errors++;
+  }
+  cudaFree(d_in);
+  cudaFree(d_out);
+  printf("include_order: %d errors: %s\n", errors, errors ? "FAILED" : "PASSED");
+  return errors != 0;
+}
