@@ -155,12 +155,14 @@ for e in '^#include <gpuport/kernel.h>$' '^#include <gpuport/half.h>$' '^#includ
   'gp_device_get_attribute(&value, GP_DEVICE_ATTR_L2_CACHE_SIZE, 0);' \
   'gp_occupancy_max_potential_block_size(&minGrid, &blockSize, GP_KERNEL_REF(toHalf), 0, 0);' \
   'gp_kernel_attributes_t attr;' 'gp_kernel_get_attributes(&attr, GP_KERNEL_REF(toHalf));' \
-  'gp_host_register(a, 64);'; do expect "$e" templates; done
+  'gp_host_register(a, 64);' '^  gp_stream_t lt;$' '^  \*(&lt) = NULL;$' \
+  '^  gp_compute_t compute = GP_COMPUTE_TF32;$' '^  gp_compute_t mode = GP_COMPUTE_F32;$' '^  (void)(mode);$'; do expect "$e" templates; done
 grep -q 'GP_KERNEL_EXPORT(blockSum\|cuda\|cublas\|cooperative_groups::' "$out/templates.cu" && { echo "FAIL templates: CUDA left or a template exported"; fail=1; }
-report "templates.cu:57: review: cudaHostRegister flags 'cudaHostRegisterMapped' dropped" templates
-report 'templates.cu:62: review: extern __device__ sharedCounter: needs relocatable device code' templates
+report "templates.cu:58: review: cudaHostRegister flags 'cudaHostRegisterMapped' dropped" templates
+report 'templates.cu:63: review: extern __device__ sharedCounter: needs relocatable device code' templates
 expect '^extern __device__ int sharedCounter;$' templates
-report 'templates.cu:72: review: kernel node parameters: toHalf' templates
+report 'templates.cu:80: review: cublasSetMathMode: dropped' templates
+report 'templates.cu:73: review: kernel node parameters: toHalf' templates
 for e in '  gp_graph_node_t node;' '  gp_kernel_node_params_t prm = {};' '  gp_graph_create(&g, 0);' \
   '  gp_graph_add_kernel_node(&node, g, NULL, 0, &prm);'; do expect "$e" templates; done
 expect '^  __device__ void add(int v) { atomicAdd(&sharedCounter, v + n); }$' templates
