@@ -1,17 +1,25 @@
 // include_order.cu - a namespace alias of cooperative_groups between two includes, and a
 // program's own helper_cuda.h: the dialect headers must come before the alias, and the
-// helper's include must stay.
+// helper's include must stay. Pair's members keep __device__ (its alignas is not a
+// parameter list).
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 #include <stdio.h>
 #include "helper_cuda.h"
+
+struct alignas(8) Pair {
+  int a, b;
+  __device__ explicit Pair(int v) : a(v), b(0) {}
+  __device__ static Pair of(int v) { return Pair(v); }
+  __device__ int first() const { return a; }
+};
 
 __global__ void blockSums(const int *in, int *out) {
   cg::thread_block block = cg::this_thread_block();
   __shared__ int sum;
   if (threadIdx.x == 0) sum = 0;
   block.sync();
-  atomicAdd(&sum, in[blockIdx.x * blockDim.x + threadIdx.x]);
+  atomicAdd(&sum, Pair::of(in[blockIdx.x * blockDim.x + threadIdx.x]).first());
   block.sync();
   if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
