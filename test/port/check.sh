@@ -50,6 +50,7 @@ done
 echo "== gpuport-port test/port/helper_cuda.h test/port/include_order.cu"
 port 1 include_order test/port/helper_cuda.h test/port/include_order.cu && build_run include_order
 grep -q '^#include <gpuport/kernel.h>$' "$out/helper_cuda.h" || { echo "FAIL helper_cuda.h: a header naming cudaError_t does not include the dialect"; fail=1; }
+grep -q '^#include <gpuport/half.h>$' "$out/helper_cuda.h" || { echo "FAIL helper_cuda.h: a header naming bfloat16 does not include gpuport/half.h"; fail=1; }
 echo "== gpuport-port test/port/kernels.cuh test/port/uses_header.cu"
 port 0 uses_header test/port/kernels.cuh test/port/uses_header.cu && build_run uses_header
 
