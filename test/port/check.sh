@@ -1,6 +1,8 @@
 #!/bin/sh
 # check.sh [LIBDIR] - the porting test: gpuport-port converts the six classic CUDA
-# programs of this directory (plain CUDA, as written for nvcc) and user_names.cu and
+# programs of this directory (plain CUDA, as written for nvcc), user_names.cu,
+# code_first.cu (NULL before its first #include),
+# include_order.cu (with its own helper_cuda.h) and
 # uses_header.cu (with kernels.cuh); each converted program must port with the exit
 # status expected (0 clean, 1 notes to review), build with scripts/gpuport-cc against
 # the cpu backend at warp widths 32 and 64 and pass its own check at both
@@ -37,7 +39,7 @@ build_run() {
   done
 }
 
-for src in vector_add reduce transpose histogram scan softmax user_names; do
+for src in vector_add reduce transpose histogram scan softmax user_names code_first; do
   echo "== gpuport-port test/port/$src.cu"
   want=0
   [ $src = scan ] && want=1 # the dynamic shared memory size counts 32-lane warps (review)
@@ -45,6 +47,10 @@ for src in vector_add reduce transpose histogram scan softmax user_names; do
   grep -c '' "$out/$src.log" | sed 's/^/  notes: /'
   build_run $src
 done
+echo "== gpuport-port test/port/helper_cuda.h test/port/include_order.cu"
+port 1 include_order test/port/helper_cuda.h test/port/include_order.cu && build_run include_order
+grep -q '^#include <gpuport/kernel.h>$' "$out/helper_cuda.h" || { echo "FAIL helper_cuda.h: a header naming cudaError_t does not include the dialect"; fail=1; }
+grep -q '^#include <gpuport/half.h>$' "$out/helper_cuda.h" || { echo "FAIL helper_cuda.h: a header naming bfloat16 does not include gpuport/half.h"; fail=1; }
 echo "== gpuport-port test/port/kernels.cuh test/port/uses_header.cu"
 port 0 uses_header test/port/kernels.cuh test/port/uses_header.cu && build_run uses_header
 
@@ -155,7 +161,7 @@ report 'rules.cu:55: unmapped: cudaMalloc3D' rules
 echo "== gpuport-port test/port/templates.cu"
 port 1 templates test/port/templates.cu
 for e in '^#include <gpuport/kernel.h>$' '^#include <gpuport/half.h>$' '^#include <gpuport/cooperative_groups.h>$' \
-  '^#include <gpuport/blas.h>$' '^namespace cg = gp_cg;$' '^using namespace gp_cg;$' \
+  '^#include <gpuport/blas.h>$' '^#include <gpuport/graph.h>$' '^namespace cg = gp_cg;$' '^using namespace gp_cg;$' \
   '^template <typename T, int BLOCK>$' '^GP_KERNEL_TEMPLATE void blockSum(const T \*in, T \*out, int n) {$' \
   'cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);' \
   '^}$' 'GP_KERNEL void toHalf(const float \*in, __half \*out, int n)' 'out\[i\] = __float2half(in\[i\]);' \
@@ -167,12 +173,14 @@ for e in '^#include <gpuport/kernel.h>$' '^#include <gpuport/half.h>$' '^#includ
   'gp_device_get_attribute(&value, GP_DEVICE_ATTR_L2_CACHE_SIZE, 0);' \
   'gp_occupancy_max_potential_block_size(&minGrid, &blockSize, GP_KERNEL_REF(toHalf), 0, 0);' \
   'gp_kernel_attributes_t attr;' 'gp_kernel_get_attributes(&attr, GP_KERNEL_REF(toHalf));' \
-  'gp_host_register(a, 64);'; do expect "$e" templates; done
+  'gp_host_register(a, 64);' '^  gp_stream_t lt;$' '^  \*(&lt) = NULL;$' \
+  '^  gp_compute_t compute = GP_COMPUTE_TF32;$' '^  gp_compute_t mode = GP_COMPUTE_F32;$' '^  (void)(mode);$'; do expect "$e" templates; done
 grep -q 'GP_KERNEL_EXPORT(blockSum\|cuda\|cublas\|cooperative_groups::' "$out/templates.cu" && { echo "FAIL templates: CUDA left or a template exported"; fail=1; }
-report "templates.cu:57: review: cudaHostRegister flags 'cudaHostRegisterMapped' dropped" templates
-report 'templates.cu:62: review: extern __device__ sharedCounter: needs relocatable device code' templates
+report "templates.cu:58: review: cudaHostRegister flags 'cudaHostRegisterMapped' dropped" templates
+report 'templates.cu:63: review: extern __device__ sharedCounter: needs relocatable device code' templates
 expect '^extern __device__ int sharedCounter;$' templates
-report 'templates.cu:72: review: kernel node parameters: toHalf' templates
+report 'templates.cu:80: review: cublasSetMathMode: dropped' templates
+report 'templates.cu:73: review: kernel node parameters: toHalf' templates
 for e in '  gp_graph_node_t node;' '  gp_kernel_node_params_t prm = {};' '  gp_graph_create(&g, 0);' \
   '  gp_graph_add_kernel_node(&node, g, NULL, 0, &prm);'; do expect "$e" templates; done
 expect '^  __device__ void add(int v) { atomicAdd(&sharedCounter, v + n); }$' templates

@@ -7,6 +7,7 @@
 #include <cooperative_groups/reduce.h>
 #include <cuda_profiler_api.h>
 #include <cublas_v2.h>
+#include <cublasLt.h>
 namespace cg = cooperative_groups;
 using namespace cooperative_groups;
 
@@ -72,4 +73,10 @@ void graphOf() {
   prm.func = (void *)toHalf;
   cudaGraphCreate(&g, 0);
   cudaGraphAddKernelNode(&node, g, NULL, 0, &prm);
+  cublasLtHandle_t lt;
+  cublasLtCreate(&lt);
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+  cublasSetMathMode(handle, mode);
+  cublasLtDestroy(lt);
 }
