@@ -80,6 +80,16 @@ static inline gp_dim3_t gp_dim3(unsigned x, unsigned y, unsigned z) {
   return d;
 }
 
+/** @brief The compute modes gp_device_props_t::compute_mode and
+ *         ::GP_DEVICE_ATTR_COMPUTE_MODE report, with cudaComputeMode's values (CUDA
+ *         Runtime API, "cudaComputeMode"); the cpu device is always the default mode. */
+typedef enum gp_compute_mode {
+  GP_COMPUTE_MODE_DEFAULT = 0,           /**< any number of host threads and processes */
+  GP_COMPUTE_MODE_EXCLUSIVE = 1,         /**< one context (deprecated in CUDA) */
+  GP_COMPUTE_MODE_PROHIBITED = 2,        /**< no context may use the device */
+  GP_COMPUTE_MODE_EXCLUSIVE_PROCESS = 3  /**< one process at a time */
+} gp_compute_mode_t;
+
 /**
  * @brief Device properties (the subset of cudaDeviceProp / hipDeviceProp_t that
  *        portable code needs). Initialise with gp_device_props_init() so that

@@ -93,6 +93,13 @@ int main() {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, ctx.cudaDeviceID));
   const int ws = prop.warpSize, threads = 256, warps = threads / ws;
   int n = ctx.n, bad = 0;
+  // the fields helper headers and llm.c read, and the compute modes they test
+  if (prop.computeMode == cudaComputeModeProhibited || prop.maxThreadsPerMultiProcessor < prop.maxThreadsPerBlock ||
+      prop.major < 1 || prop.clockRate <= 0 || prop.asyncEngineCount < 0 || !prop.cooperativeLaunch) {
+    printf("device properties: computeMode %d maxThreadsPerMultiProcessor %d major %d clockRate %d\n",
+           prop.computeMode, prop.maxThreadsPerMultiProcessor, prop.major, prop.clockRate);
+    bad++;
+  }
   int *d, *h = (int *)malloc(n * sizeof(int));
   CUDA_CHECK(cudaMalloc(&d, n * sizeof(int)));
   fill<<<(n + 255) / 256, 256>>>(d, n);
