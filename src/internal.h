@@ -275,10 +275,12 @@ gp_status_t gp__be_stream_priority_range(int *least, int *greatest);
 
 gp_status_t gp__be_malloc(void **ptr, size_t bytes);          /* current device */
 gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info);
-gp_status_t gp__be_malloc_host(void **ptr, size_t bytes);
+gp_status_t gp__be_malloc_host(void **ptr, size_t bytes, unsigned flags); /* GP_HOST_ALLOC_* */
 gp_status_t gp__be_free_host(void *ptr);
 gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes);
-gp_status_t gp__be_host_register(void *ptr, size_t bytes);
+gp_status_t gp__be_host_register(void *ptr, size_t bytes, unsigned flags); /* GP_HOST_REGISTER_* */
+/* The device address of the page-locked allocation or registered range at host. */
+gp_status_t gp__be_host_get_device_pointer(void **dptr, void *host);
 gp_status_t gp__be_host_unregister(void *ptr);
 gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream);
 gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream);

@@ -41,6 +41,13 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuMemcpyDefault cudaMemcpyDefault
 #define gpuHostAllocDefault cudaHostAllocDefault
 #define gpuHostRegisterDefault cudaHostRegisterDefault
+#define gpuHostAllocPortable cudaHostAllocPortable
+#define gpuHostAllocMapped cudaHostAllocMapped
+#define gpuHostAllocWriteCombined cudaHostAllocWriteCombined
+#define gpuHostRegisterPortable cudaHostRegisterPortable
+#define gpuHostRegisterMapped cudaHostRegisterMapped
+#define gpuHostRegisterIoMemory cudaHostRegisterIoMemory
+#define gpuHostRegisterReadOnly cudaHostRegisterReadOnly
 #define gpuMemAttachGlobal cudaMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 
@@ -149,6 +156,7 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuMallocManaged cudaMallocManaged
 #define gpuHostRegister cudaHostRegister
 #define gpuHostUnregister cudaHostUnregister
+#define gpuHostGetDevicePointer cudaHostGetDevicePointer
 #define gpuMallocAsync cudaMallocAsync
 #define gpuFreeAsync cudaFreeAsync
 #define gpuPointerGetAttributes cudaPointerGetAttributes

@@ -42,6 +42,15 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuMemcpyDefault hipMemcpyDefault
 #define gpuHostAllocDefault hipHostMallocDefault
 #define gpuHostRegisterDefault hipHostRegisterDefault
+#define gpuHostAllocPortable hipHostMallocPortable
+#define gpuHostAllocMapped hipHostMallocMapped
+#define gpuHostAllocWriteCombined hipHostMallocWriteCombined
+#define gpuHostRegisterPortable hipHostRegisterPortable
+#define gpuHostRegisterMapped hipHostRegisterMapped
+#define gpuHostRegisterIoMemory hipHostRegisterIoMemory
+/* HIP has no read-only registration (its bit 8 is hipExtHostRegisterCoarseGrained): the
+ * flag is a hint, so it is dropped. */
+#define gpuHostRegisterReadOnly 0u
 #define gpuMemAttachGlobal hipMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 
@@ -135,6 +144,7 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuMallocManaged hipMallocManaged
 #define gpuHostRegister hipHostRegister
 #define gpuHostUnregister hipHostUnregister
+#define gpuHostGetDevicePointer hipHostGetDevicePointer
 #define gpuMallocAsync hipMallocAsync
 #define gpuFreeAsync hipFreeAsync
 #define gpuPointerGetAttributes hipPointerGetAttributes
