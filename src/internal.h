@@ -333,6 +333,8 @@ gp_status_t gp__be_event_wrap(gp_event_t *event, void *native);
 gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
                           size_t dynamic_shared, gp_stream_t stream, void **args);
 gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+/* Overwrites the fields of attr the native runtime knows (the api layer filled the rest). */
+gp_status_t gp__be_kernel_get_attributes(gp_kernel_attributes_t *attr, gp_kernel_t kernel);
 /* The warp width a launch of kernel runs at: its build's, or on the cpu backend with
  * GP_CPU_WARP_SIZE=64 its width-64 sibling's (a plan sizes its blocks in warps of it). */
 int gp__be_kernel_warp_size(gp_kernel_t kernel);
