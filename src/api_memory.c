@@ -116,7 +116,7 @@ GP_API gp_status_t gp_free(void *ptr) {
   return unclaim_on_failure(&info, gp__be_free(ptr, &info));
 }
 
-/* Both allocators end here so that a flag check and the registry entry stay one path. */
+/* gp_malloc_host and gp_host_alloc: one path from the backend to the registry. */
 static gp_status_t host_alloc(const char *func, void **ptr, size_t bytes, unsigned flags) {
   GP__TRY(gp__api_init(func));
   GP__TRY(gp__be_capture_guard(func));
@@ -199,8 +199,8 @@ static gp_status_t host_register(const char *func, void *ptr, size_t bytes, unsi
    * registry's entries must stay disjoint for its lookups to be right. */
   if (gp__alloc_find_overlap(ptr, bytes, &info))
     return gp__error(GP_ERROR_INVALID_VALUE, func,
-                   "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
-                   bytes, alloc_fn(info.kind), info.bytes, info.base);
+                     "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
+                     bytes, alloc_fn(info.kind), info.bytes, info.base);
   GP__TRY(gp__be_host_register(ptr, bytes, flags));
   gp_status_t s = gp__alloc_register(ptr, bytes, GP__ALLOC_REGISTERED, gp__current_device());
   if (s != GP_SUCCESS) (void)gp__be_host_unregister(ptr);
