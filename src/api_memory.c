@@ -116,15 +116,53 @@ GP_API gp_status_t gp_free(void *ptr) {
   return unclaim_on_failure(&info, gp__be_free(ptr, &info));
 }
 
+/* gp_malloc_host and gp_host_alloc: one path from the backend to the registry. */
+static gp_status_t host_alloc(const char *func, void **ptr, size_t bytes, unsigned flags) {
+  GP__TRY(gp__api_init(func));
+  GP__TRY(gp__be_capture_guard(func));
+  if (bytes == 0) return GP_SUCCESS;
+  void *p = NULL;
+  GP__TRY(gp__be_malloc_host(&p, bytes, flags));
+  return register_new(ptr, p, bytes, GP__ALLOC_HOST);
+}
+
 GP_API gp_status_t gp_malloc_host(void **ptr, size_t bytes) {
   GP__CHECK_NOT_NULL(ptr);
   *ptr = NULL;
+  return host_alloc(__func__, ptr, bytes, GP_HOST_ALLOC_DEFAULT);
+}
+
+enum {
+  HOST_ALLOC_ALL = GP_HOST_ALLOC_PORTABLE | GP_HOST_ALLOC_MAPPED | GP_HOST_ALLOC_WRITE_COMBINED,
+  HOST_REGISTER_ALL = GP_HOST_REGISTER_PORTABLE | GP_HOST_REGISTER_MAPPED |
+                      GP_HOST_REGISTER_IO_MEMORY | GP_HOST_REGISTER_READ_ONLY
+};
+
+GP_API gp_status_t gp_host_alloc(void **ptr, size_t bytes, unsigned flags) {
+  GP__CHECK_NOT_NULL(ptr);
+  *ptr = NULL;
+  GP__CHECK_ARG((flags & ~(unsigned)HOST_ALLOC_ALL) == 0,
+                "'flags' (0x%x) has bits that are not GP_HOST_ALLOC_* values", flags);
+  return host_alloc(__func__, ptr, bytes, flags);
+}
+
+GP_API gp_status_t gp_host_get_device_pointer(void **dptr, void *host, unsigned flags) {
+  GP__CHECK_NOT_NULL(dptr);
+  *dptr = NULL;
+  GP__CHECK_NOT_NULL(host);
+  GP__CHECK_ARG(flags == 0, "'flags' (0x%x) must be 0 (cudaHostGetDevicePointer)", flags);
   GP__TRY(gp__api_init(__func__));
-  GP__TRY(gp__be_capture_guard(__func__));
-  if (bytes == 0) return GP_SUCCESS;
-  void *p = NULL;
-  GP__TRY(gp__be_malloc_host(&p, bytes));
-  return register_new(ptr, p, bytes, GP__ALLOC_HOST);
+  gp__alloc_info_t info;
+  if (!gp__alloc_find(host, &info) ||
+      (info.kind != GP__ALLOC_HOST && info.kind != GP__ALLOC_REGISTERED))
+    return GP__ERR(GP_ERROR_INVALID_VALUE,
+                   "'host' (%p) is not in page-locked host memory (from gp_malloc_host, "
+                   "gp_host_alloc or gp_host_register)",
+                   host);
+  void *base = NULL;
+  GP__TRY(gp__be_host_get_device_pointer(&base, info.base));
+  *dptr = (char *)base + ((const char *)host - (const char *)info.base);
+  return GP_SUCCESS;
 }
 
 GP_API gp_status_t gp_free_host(void *ptr) {
@@ -148,24 +186,35 @@ GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes) {
   return register_new(ptr, p, bytes, GP__ALLOC_MANAGED);
 }
 
-GP_API gp_status_t gp_host_register(void *ptr, size_t bytes) {
-  GP__CHECK_NOT_NULL(ptr);
-  GP__CHECK_ARG(bytes > 0, "'bytes' is 0");
-  GP__CHECK_ARG(bytes - 1 <= UINTPTR_MAX - (uintptr_t)ptr,
-                "'ptr' + 'bytes' (%p + %zu) wraps around the address space", ptr, bytes);
-  GP__TRY(gp__api_init(__func__));
-  GP__TRY(gp__be_capture_guard(__func__));
+static gp_status_t host_register(const char *func, void *ptr, size_t bytes, unsigned flags) {
+  if (ptr == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "argument 'ptr' is NULL");
+  if (bytes == 0) return gp__error(GP_ERROR_INVALID_VALUE, func, "'bytes' is 0");
+  if (bytes - 1 > UINTPTR_MAX - (uintptr_t)ptr)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' + 'bytes' (%p + %zu) wraps around the address space", ptr, bytes);
+  GP__TRY(gp__api_init(func));
+  GP__TRY(gp__be_capture_guard(func));
   gp__alloc_info_t info;
   /* Any overlap, including a registered range strictly inside the new one: the
    * registry's entries must stay disjoint for its lookups to be right. */
   if (gp__alloc_find_overlap(ptr, bytes, &info))
-    return GP__ERR(GP_ERROR_INVALID_VALUE,
-                   "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
-                   bytes, alloc_fn(info.kind), info.bytes, info.base);
-  GP__TRY(gp__be_host_register(ptr, bytes));
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'ptr' range [%p, +%zu) overlaps memory from %s (%zu bytes at %p)", ptr,
+                     bytes, alloc_fn(info.kind), info.bytes, info.base);
+  GP__TRY(gp__be_host_register(ptr, bytes, flags));
   gp_status_t s = gp__alloc_register(ptr, bytes, GP__ALLOC_REGISTERED, gp__current_device());
   if (s != GP_SUCCESS) (void)gp__be_host_unregister(ptr);
   return s;
+}
+
+GP_API gp_status_t gp_host_register(void *ptr, size_t bytes) {
+  return host_register(__func__, ptr, bytes, GP_HOST_REGISTER_DEFAULT);
+}
+
+GP_API gp_status_t gp_host_register_flags(void *ptr, size_t bytes, unsigned flags) {
+  GP__CHECK_ARG((flags & ~(unsigned)HOST_REGISTER_ALL) == 0,
+                "'flags' (0x%x) has bits that are not GP_HOST_REGISTER_* values", flags);
+  return host_register(__func__, ptr, bytes, flags);
 }
 
 GP_API gp_status_t gp_host_unregister(void *ptr) {

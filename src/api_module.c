@@ -6,6 +6,8 @@
  * entered in the descriptor table with the module as owner, so gp_launch() and its
  * checks serve them unchanged, and unloading the module makes them invalid at once.
  */
+#include <limits.h>
+#include <string.h>
 #include "api.h"
 #include "launch.h"
 
@@ -121,4 +123,27 @@ GP_API gp_status_t gp_occupancy_max_active_blocks(int *num_blocks, gp_kernel_t k
   size_t shared = raised > p->shared_memory_per_block ? raised : p->shared_memory_per_block;
   if (block_threads > max_threads || dynamic_shared > shared) return GP_SUCCESS;
   return gp__be_occupancy_max_active_blocks(num_blocks, kernel, block_threads, dynamic_shared);
+}
+
+GP_API gp_status_t gp_kernel_get_attributes(gp_kernel_attributes_t *attr, gp_kernel_t kernel) {
+  GP__CHECK_NOT_NULL(attr);
+  memset(attr, 0, sizeof *attr);
+  GP__CHECK_NOT_NULL(kernel);
+  GP__MODULE_REF gp_module_t owner = NULL;
+  GP__TRY(gp__kernel_check(kernel, __func__, &owner));
+  const gp_device_props_t *p;
+  GP__TRY(gp__api_props(__func__, gp__current_device(), &p));
+  /* The api layer's answers, which the native runtime's then replace where it has them. */
+  gp_kernel_attributes_t a;
+  memset(&a, 0, sizeof a);
+  a.max_threads_per_block = p->max_threads_per_block;
+  if (kernel->max_threads_per_block > 0 && kernel->max_threads_per_block < a.max_threads_per_block)
+    a.max_threads_per_block = kernel->max_threads_per_block;
+  size_t raised = gp__kernel_max_dynamic_shared(kernel);
+  size_t shared = raised > 0 ? raised : p->shared_memory_per_block;
+  a.max_dynamic_shared_size_bytes = shared > INT_MAX ? INT_MAX : (int)shared;
+  a.preferred_shmem_carveout = -1;
+  GP__TRY(gp__be_kernel_get_attributes(&a, kernel));
+  *attr = a;
+  return GP_SUCCESS;
 }

@@ -275,10 +275,12 @@ gp_status_t gp__be_stream_priority_range(int *least, int *greatest);
 
 gp_status_t gp__be_malloc(void **ptr, size_t bytes);          /* current device */
 gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info);
-gp_status_t gp__be_malloc_host(void **ptr, size_t bytes);
+gp_status_t gp__be_malloc_host(void **ptr, size_t bytes, unsigned flags); /* GP_HOST_ALLOC_* */
 gp_status_t gp__be_free_host(void *ptr);
 gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes);
-gp_status_t gp__be_host_register(void *ptr, size_t bytes);
+gp_status_t gp__be_host_register(void *ptr, size_t bytes, unsigned flags); /* GP_HOST_REGISTER_* */
+/* The device address of the page-locked allocation or registered range at host. */
+gp_status_t gp__be_host_get_device_pointer(void **dptr, void *host);
 gp_status_t gp__be_host_unregister(void *ptr);
 gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream);
 gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream);
@@ -331,6 +333,8 @@ gp_status_t gp__be_event_wrap(gp_event_t *event, void *native);
 gp_status_t gp__be_launch(gp_kernel_t kernel, gp_dim3_t grid, gp_dim3_t block,
                           size_t dynamic_shared, gp_stream_t stream, void **args);
 gp_status_t gp__be_kernel_set_max_dynamic_shared(gp_kernel_t kernel, size_t bytes);
+/* Overwrites the fields of attr the native runtime knows (the api layer filled the rest). */
+gp_status_t gp__be_kernel_get_attributes(gp_kernel_attributes_t *attr, gp_kernel_t kernel);
 /* The warp width a launch of kernel runs at: its build's, or on the cpu backend with
  * GP_CPU_WARP_SIZE=64 its width-64 sibling's (a plan sizes its blocks in warps of it). */
 int gp__be_kernel_warp_size(gp_kernel_t kernel);

@@ -681,11 +681,97 @@ START_TEST(threads_alloc_free) {
 }
 END_TEST
 
+GP_KERNEL_DECLARE(kt_vadd);
+
+/* kt_vadd reads and writes host memory through the device pointers of mapped memory
+ * (gp_host_alloc with GP_HOST_ALLOC_MAPPED for a and c, gp_host_register_flags with
+ * GP_HOST_REGISTER_MAPPED for b); the host reads c directly after synchronising. */
+START_TEST(host_mapped_kernel_writes) {
+  enum { N = 1000 };
+  float *a = NULL, *c = NULL;
+  static float b[N + 1];
+  OK(gp_host_alloc((void **)&a, N * sizeof(float), GP_HOST_ALLOC_MAPPED | GP_HOST_ALLOC_PORTABLE));
+  OK(gp_host_alloc((void **)&c, (N + 1) * sizeof(float),
+                   GP_HOST_ALLOC_MAPPED | GP_HOST_ALLOC_WRITE_COMBINED));
+  OK(gp_host_register_flags(b, sizeof b, GP_HOST_REGISTER_MAPPED | GP_HOST_REGISTER_READ_ONLY));
+  for (int i = 0; i < N; i++) {
+    a[i] = (float)i;
+    b[i] = 0.5f * (float)i;
+  }
+  for (int i = 0; i <= N; i++) c[i] = -1.0f; /* poison, and a sentinel past n */
+  float *da = NULL, *db = NULL, *dc = NULL;
+  OK(gp_host_get_device_pointer((void **)&da, a, 0));
+  OK(gp_host_get_device_pointer((void **)&db, b, 0));
+  OK(gp_host_get_device_pointer((void **)&dc, c, 0));
+  ck_assert_ptr_nonnull(da);
+  ck_assert_ptr_nonnull(db);
+  ck_assert_ptr_nonnull(dc);
+  /* An interior pointer maps to the same byte of the allocation. */
+  float *dc1 = NULL;
+  OK(gp_host_get_device_pointer((void **)&dc1, c + 1, 0));
+  ck_assert_ptr_eq(dc1, dc + 1);
+  int n = N;
+  void *args[] = {&n, &da, &db, &dc};
+  OK(gp_launch(GP_KERNEL_REF(kt_vadd), gp_dim3((N + 127) / 128, 1, 1), gp_dim3(128, 1, 1), 0,
+               NULL, args));
+  OK(gp_device_synchronize());
+  for (int i = 0; i < N; i++)
+    ck_assert_msg(c[i] == 1.5f * (float)i, "kt_vadd: c[%d] = %g, expected %g", i, c[i],
+                  1.5f * (float)i);
+  ck_assert_msg(c[N] == -1.0f, "kt_vadd wrote past n");
+  OK(gp_host_unregister(b));
+  OK(gp_free_host(a));
+  OK(gp_free_host(c));
+}
+END_TEST
+
+START_TEST(host_mapped_errors) {
+  void *p = (void *)1;
+  FAILS(gp_host_alloc(NULL, 16, 0), GP_ERROR_INVALID_VALUE, "ptr");
+  FAILS(gp_host_alloc(&p, 16, 8), GP_ERROR_INVALID_VALUE, "flags");
+  ck_assert_ptr_null(p);
+  OK(gp_host_alloc(&p, 0, GP_HOST_ALLOC_MAPPED));
+  ck_assert_ptr_null(p);
+  /* Not page-locked: plain malloc, device memory, and memory no longer registered. */
+  char *plain = malloc(64);
+  ck_assert_ptr_nonnull(plain);
+  void *d = (void *)1;
+  FAILS(gp_host_get_device_pointer(&d, plain, 0), GP_ERROR_INVALID_VALUE, "page-locked");
+  ck_assert_ptr_null(d);
+  void *dev = NULL;
+  OK(gp_malloc(&dev, 64));
+  FAILS(gp_host_get_device_pointer(&d, dev, 0), GP_ERROR_INVALID_VALUE, "page-locked");
+  OK(gp_free(dev));
+  OK(gp_host_register_flags(plain, 64, GP_HOST_REGISTER_MAPPED));
+  OK(gp_host_get_device_pointer(&d, plain + 63, 0));
+  OK(gp_host_unregister(plain));
+  FAILS(gp_host_get_device_pointer(&d, plain, 0), GP_ERROR_INVALID_VALUE, "page-locked");
+  FAILS(gp_host_register_flags(plain, 64, 16), GP_ERROR_INVALID_VALUE, "flags");
+  FAILS(gp_host_register_flags(NULL, 64, 0), GP_ERROR_INVALID_VALUE, "gp_host_register_flags");
+  FAILS(gp_host_register_flags(plain, 0, 0), GP_ERROR_INVALID_VALUE, "bytes");
+  free(plain);
+  /* Memory from gp_malloc_host has a device pointer too; flags must be 0. */
+  OK(gp_malloc_host(&p, 32));
+  FAILS(gp_host_get_device_pointer(&d, p, 1), GP_ERROR_INVALID_VALUE, "flags");
+  FAILS(gp_host_get_device_pointer(NULL, p, 0), GP_ERROR_INVALID_VALUE, "dptr");
+  FAILS(gp_host_get_device_pointer(&d, NULL, 0), GP_ERROR_INVALID_VALUE, "host");
+  OK(gp_host_get_device_pointer(&d, p, 0));
+  ck_assert_ptr_nonnull(d);
+  OK(gp_free_host(p));
+  /* gp_host_alloc memory is freed by gp_free_host only. */
+  OK(gp_host_alloc(&p, 32, GP_HOST_ALLOC_DEFAULT));
+  FAILS(gp_free(p), GP_ERROR_INVALID_VALUE, "gp_free_host");
+  OK(gp_free_host(p));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("memory");
   TCase *tc = tcase_create("memory");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, malloc_roundtrip);
+  tcase_add_test(tc, host_mapped_kernel_writes);
+  tcase_add_test(tc, host_mapped_errors);
   tcase_add_test(tc, malloc_edge_cases);
   tcase_add_test(tc, free_foreign_pointer);
   tcase_add_test(tc, free_twice);

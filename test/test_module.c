@@ -435,6 +435,53 @@ START_TEST(occupancy) {
 }
 END_TEST
 
+/* ---- kernel attributes -------------------------------------------------------------------- */
+
+START_TEST(kernel_attributes) {
+  gp_device_props_t p;
+  gp_device_props_init(&p);
+  OK(gp_device_get_props(&p, 0));
+  gp_kernel_t k = GP_KERNEL_REF(kt_vadd);
+  gp_kernel_attributes_t a;
+  memset(&a, 0x5a, sizeof a);
+  OK(gp_kernel_get_attributes(&a, k));
+  ck_assert_int_ge(a.max_threads_per_block, 1);
+  ck_assert_int_le(a.max_threads_per_block, p.max_threads_per_block);
+  ck_assert_int_ge(a.num_regs, 0);
+  if (cpu()) {
+    /* kt_vadd's descriptor: the target's limit, bounded by the device's. */
+    int want = k->max_threads_per_block < p.max_threads_per_block ? k->max_threads_per_block
+                                                                  : p.max_threads_per_block;
+    ck_assert_int_eq(a.max_threads_per_block, want);
+    ck_assert_int_eq(a.num_regs, 0);
+    ck_assert_uint_eq(a.shared_size_bytes, 0);
+    ck_assert_uint_eq(a.const_size_bytes, 0);
+    ck_assert_uint_eq(a.local_size_bytes, 0);
+    ck_assert_int_eq(a.ptx_version, 0);
+    ck_assert_int_eq(a.binary_version, 0);
+    ck_assert_int_eq(a.preferred_shmem_carveout, -1);
+    ck_assert_int_eq(a.max_dynamic_shared_size_bytes, (int)p.shared_memory_per_block);
+  }
+  /* The raised limit shows in the attributes, as cudaFuncSetAttribute's does. */
+  size_t raised = p.shared_memory_per_block_optin;
+  OK(gp_kernel_set_max_dynamic_shared(k, raised));
+  OK(gp_kernel_get_attributes(&a, k));
+  ck_assert_int_eq(a.max_dynamic_shared_size_bytes, (int)raised);
+  OK(gp_kernel_set_max_dynamic_shared(k, 0));
+  /* Errors: the output is zeroed and the message names the argument. */
+  memset(&a, 0x5a, sizeof a);
+  FAILS(gp_kernel_get_attributes(&a, NULL), GP_ERROR_INVALID_VALUE, "kernel");
+  ck_assert_int_eq(a.max_threads_per_block, 0);
+  FAILS(gp_kernel_get_attributes(NULL, k), GP_ERROR_INVALID_VALUE, "attr");
+  struct gp_kernel_s other = *k;
+  other.backend = cpu() ? GP_BACKEND_CUDA : GP_BACKEND_CPU;
+  FAILS(gp_kernel_get_attributes(&a, &other), GP_ERROR_INVALID_HANDLE, "kernel");
+  ck_assert_int_eq(gp__abi_register(&other), 0);
+  FAILS(gp_kernel_get_attributes(&a, &other), GP_ERROR_INVALID_IMAGE, "backend");
+  gp__abi_unregister(&other);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("module");
   TCase *tc = tcase_create("module");
@@ -444,6 +491,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, compile_errors_give_the_log);
   tcase_add_test(tc, modules_from_file_and_memory);
   tcase_add_test(tc, occupancy);
+  tcase_add_test(tc, kernel_attributes);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -177,6 +177,45 @@ GP_API gp_status_t gp_program_compile(gp_module_t *module, const char *source, c
 GP_API gp_status_t gp_occupancy_max_active_blocks(int *num_blocks, gp_kernel_t kernel,
                                                   int block_threads, size_t dynamic_shared);
 
+/** @brief Attributes of a compiled kernel (cudaFuncAttributes, CUDA Runtime API
+ *         reference; the fields keep its names in snake case). */
+typedef struct gp_kernel_attributes {
+  size_t shared_size_bytes;          /**< static shared memory per block, bytes (cpu: 0, as
+                                          the executor sizes it at launch) */
+  size_t const_size_bytes;           /**< constant memory the kernel uses, bytes (cpu: 0) */
+  size_t local_size_bytes;           /**< local memory per thread, bytes (cpu: 0) */
+  int max_threads_per_block;         /**< most threads per block a launch may use: the
+                                          kernel's limit, or the device's when lower */
+  int num_regs;                      /**< registers per thread (cpu: 0) */
+  int ptx_version;                   /**< PTX virtual architecture, major * 10 + minor
+                                          (HIP and cpu: 0 unless the runtime reports it) */
+  int binary_version;                /**< binary architecture, major * 10 + minor (cpu: 0) */
+  int cache_mode_ca;                 /**< 1 when compiled with -Xptxas --dlcm=ca (cpu: 0) */
+  int max_dynamic_shared_size_bytes; /**< dynamic shared memory a launch may ask for: the
+                                          limit set with gp_kernel_set_max_dynamic_shared(),
+                                          else the device's shared memory per block */
+  int preferred_shmem_carveout;      /**< preferred shared memory carveout, percent, or -1
+                                          for no preference (cpu: -1) */
+} gp_kernel_attributes_t;
+
+/**
+ * @brief The attributes of @p kernel on the current device (cudaFuncGetAttributes; HIP:
+ *        hipFuncGetAttributes, or hipFuncGetAttribute for module kernels).
+ *
+ * As the CUDA Runtime API reference says of cudaFuncGetAttributes, the values are those
+ * of the kernel as compiled for the current device; max_dynamic_shared_size_bytes follows
+ * gp_kernel_set_max_dynamic_shared(). On the cpu backend the compiler reports no resource
+ * use: registers and sizes are 0, max_threads_per_block is the kernel descriptor's limit
+ * (bounded by the device's), and max_dynamic_shared_size_bytes the limit set, else the
+ * device's shared_memory_per_block.
+ * @param[out] attr the attributes; zeroed on failure.
+ * @param[in] kernel the kernel (GP_KERNEL_REF() or gp_module_get_kernel()).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p attr or @p kernel),
+ *         ::GP_ERROR_INVALID_HANDLE (not a kernel), ::GP_ERROR_INVALID_IMAGE (a kernel of
+ *         another backend), ::GP_ERROR_BACKEND (the native runtime refused the query).
+ */
+GP_API gp_status_t gp_kernel_get_attributes(gp_kernel_attributes_t *attr, gp_kernel_t kernel);
+
 GP_EXTERN_C_END
 
 #endif /* GP_MODULE_H */

@@ -403,6 +403,83 @@ GP_API gp_status_t gp_malloc_managed(void **ptr, size_t bytes);
  */
 GP_API gp_status_t gp_host_register(void *ptr, size_t bytes);
 
+/** @brief Flags of gp_host_alloc(), bit for bit those of cudaHostAlloc (CUDA Runtime API
+ *         reference, cudaHostAlloc). */
+enum {
+  GP_HOST_ALLOC_DEFAULT = 0,        /**< page-locked, as gp_malloc_host() (cudaHostAllocDefault) */
+  GP_HOST_ALLOC_PORTABLE = 1,       /**< pinned for every context (cudaHostAllocPortable) */
+  GP_HOST_ALLOC_MAPPED = 2,         /**< mapped into the device's address space: see
+                                         gp_host_get_device_pointer() (cudaHostAllocMapped) */
+  GP_HOST_ALLOC_WRITE_COMBINED = 4  /**< write-combined: fast for the device to read, slow
+                                         for the host to read (cudaHostAllocWriteCombined) */
+};
+
+/**
+ * @brief Allocates page-locked host memory with flags (cudaHostAlloc). Free it with
+ *        gp_free_host().
+ *
+ * Per the CUDA Runtime API reference (cudaHostAlloc), memory allocated with
+ * ::GP_HOST_ALLOC_MAPPED has a device pointer, from gp_host_get_device_pointer(), through
+ * which kernels read and write it. On the cpu backend every flag is accepted and host and
+ * device share one address space: the device pointer is the host pointer.
+ * @param[out] ptr the host pointer (NULL for 0 bytes).
+ * @param[in] bytes size in bytes.
+ * @param[in] flags an OR of GP_HOST_ALLOC_* values.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p ptr, or a bit in @p flags that
+ *         is not a GP_HOST_ALLOC_* value); ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_host_alloc(void **ptr, size_t bytes, unsigned flags);
+
+/** @brief Flags of gp_host_register_flags(), bit for bit those of cudaHostRegister (CUDA
+ *         Runtime API reference, cudaHostRegister). */
+enum {
+  GP_HOST_REGISTER_DEFAULT = 0,   /**< page-locked, as gp_host_register() */
+  GP_HOST_REGISTER_PORTABLE = 1,  /**< pinned for every context (cudaHostRegisterPortable) */
+  GP_HOST_REGISTER_MAPPED = 2,    /**< mapped into the device's address space: see
+                                       gp_host_get_device_pointer() (cudaHostRegisterMapped) */
+  GP_HOST_REGISTER_IO_MEMORY = 4, /**< the range is I/O memory of a third-party device
+                                       (cudaHostRegisterIoMemory) */
+  GP_HOST_REGISTER_READ_ONLY = 8  /**< the device only reads the range
+                                       (cudaHostRegisterReadOnly; dropped on HIP, which has
+                                       no such flag) */
+};
+
+/**
+ * @brief Page-locks an existing host range with flags (cudaHostRegister). Undo with
+ *        gp_host_unregister(); gp_host_register() is this with ::GP_HOST_REGISTER_DEFAULT.
+ *
+ * Registered memory with ::GP_HOST_REGISTER_MAPPED has a device pointer, from
+ * gp_host_get_device_pointer() (CUDA Runtime API reference, cudaHostRegister). On the cpu
+ * backend every flag is accepted and the device pointer is the host pointer.
+ * @param[in] ptr start of the range, not NULL.
+ * @param[in] bytes length in bytes, > 0.
+ * @param[in] flags an OR of GP_HOST_REGISTER_* values.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL, 0 bytes, a bit in @p flags that is
+ *         not a GP_HOST_REGISTER_* value, or overlapping memory gpuport already knows),
+ *         ::GP_ERROR_NOT_SUPPORTED (a flag the device refuses, as ::GP_HOST_REGISTER_IO_MEMORY
+ *         on HIP).
+ */
+GP_API gp_status_t gp_host_register_flags(void *ptr, size_t bytes, unsigned flags);
+
+/**
+ * @brief The device address of mapped page-locked host memory (cudaHostGetDevicePointer).
+ *
+ * @p host may point anywhere inside memory from gp_malloc_host(), gp_host_alloc() or
+ * gp_host_register() / gp_host_register_flags(); the result points at the same byte. A
+ * kernel may read and write through it; the host sees the kernel's writes once it has
+ * synchronised with the kernel (CUDA Runtime API reference, cudaHostGetDevicePointer and
+ * "Mapped Memory" in the CUDA C++ Programming Guide). On the cpu backend host and device
+ * share one address space, so the result is @p host. On CUDA and HIP the memory must have
+ * been allocated or registered mapped, or the device must use unified addressing.
+ * @param[out] dptr the device pointer.
+ * @param[in] host a pointer into page-locked host memory.
+ * @param[in] flags must be 0 (as cudaHostGetDevicePointer).
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p dptr or @p host, @p flags not 0,
+ *         or @p host not in page-locked host memory gpuport allocated or registered; @p
+ *         dptr is then NULL).
+ */
+GP_API gp_status_t gp_host_get_device_pointer(void **dptr, void *host, unsigned flags);
+
 /**
  * @brief Undoes gp_host_register() (cudaHostUnregister).
  * @param[in] ptr the pointer given to gp_host_register().

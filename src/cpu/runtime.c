@@ -434,7 +434,8 @@ gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info) {
   return GP_SUCCESS;
 }
 
-gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
+gp_status_t gp__be_malloc_host(void **ptr, size_t bytes, unsigned flags) {
+  (void)flags; /* every flag means the same for memory the device shares with the host */
   /* Page-locked memory cannot exceed the host's physical memory (cudaMallocHost fails
    * likewise); refusing here also keeps absurd sizes away from the allocator, which
    * under AddressSanitizer aborts on them instead of returning NULL. */
@@ -458,9 +459,15 @@ gp_status_t gp__be_free_host(void *ptr) {
   return GP_SUCCESS;
 }
 
-gp_status_t gp__be_host_register(void *ptr, size_t bytes) {
-  (void)ptr; /* host memory needs no pinning for a CPU device */
+gp_status_t gp__be_host_register(void *ptr, size_t bytes, unsigned flags) {
+  (void)ptr; /* host memory needs no pinning for a CPU device, nor mapping */
   (void)bytes;
+  (void)flags;
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_host_get_device_pointer(void **dptr, void *host) {
+  *dptr = host; /* one address space */
   return GP_SUCCESS;
 }
 

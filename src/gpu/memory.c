@@ -19,8 +19,22 @@ gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info) {
   }
 }
 
-gp_status_t gp__be_malloc_host(void **ptr, size_t bytes) {
-  GP__GPU_TRY(gpuHostAlloc, (ptr, bytes, gpuHostAllocDefault));
+/* GP_HOST_ALLOC_* and GP_HOST_REGISTER_* to the native runtime's flags, bit by bit. */
+static unsigned host_alloc_flags(unsigned f) {
+  return (f & GP_HOST_ALLOC_PORTABLE ? (unsigned)gpuHostAllocPortable : 0u) |
+         (f & GP_HOST_ALLOC_MAPPED ? (unsigned)gpuHostAllocMapped : 0u) |
+         (f & GP_HOST_ALLOC_WRITE_COMBINED ? (unsigned)gpuHostAllocWriteCombined : 0u);
+}
+
+static unsigned host_register_flags(unsigned f) {
+  return (f & GP_HOST_REGISTER_PORTABLE ? (unsigned)gpuHostRegisterPortable : 0u) |
+         (f & GP_HOST_REGISTER_MAPPED ? (unsigned)gpuHostRegisterMapped : 0u) |
+         (f & GP_HOST_REGISTER_IO_MEMORY ? (unsigned)gpuHostRegisterIoMemory : 0u) |
+         (f & GP_HOST_REGISTER_READ_ONLY ? (unsigned)gpuHostRegisterReadOnly : 0u);
+}
+
+gp_status_t gp__be_malloc_host(void **ptr, size_t bytes, unsigned flags) {
+  GP__GPU_TRY(gpuHostAlloc, (ptr, bytes, host_alloc_flags(flags)));
   return GP_SUCCESS;
 }
 
@@ -34,8 +48,13 @@ gp_status_t gp__be_malloc_managed(void **ptr, size_t bytes) {
   return GP_SUCCESS;
 }
 
-gp_status_t gp__be_host_register(void *ptr, size_t bytes) {
-  GP__GPU_TRY(gpuHostRegister, (ptr, bytes, gpuHostRegisterDefault));
+gp_status_t gp__be_host_register(void *ptr, size_t bytes, unsigned flags) {
+  GP__GPU_TRY(gpuHostRegister, (ptr, bytes, host_register_flags(flags)));
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_host_get_device_pointer(void **dptr, void *host) {
+  GP__GPU_TRY(gpuHostGetDevicePointer, (dptr, host, 0));
   return GP_SUCCESS;
 }
 

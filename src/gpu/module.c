@@ -163,6 +163,13 @@ gp_status_t gp__be_occupancy_max_active_blocks(int *num_blocks, gp_kernel_t kern
   return GP_SUCCESS;
 }
 
+gp_status_t gp__be_kernel_get_attributes(gp_kernel_attributes_t *attr, gp_kernel_t kernel) {
+  gpuError_t e = gpuKernelAttributes(attr, kernel->gpu_entry, (kernel->flags & GP__KFLAG_MODULE) != 0);
+  if (e != gpuSuccess)
+    return gp__gpu_fail(e, gp__current_device(), "gp_kernel_get_attributes", "the attribute query");
+  return GP_SUCCESS;
+}
+
 /* ---- runtime compilation ------------------------------------------------------------------ */
 
 /* NVRTC's and hipRTC's C interface (results are enums: int in the C ABI). */

@@ -42,6 +42,15 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuMemcpyDefault hipMemcpyDefault
 #define gpuHostAllocDefault hipHostMallocDefault
 #define gpuHostRegisterDefault hipHostRegisterDefault
+#define gpuHostAllocPortable hipHostMallocPortable
+#define gpuHostAllocMapped hipHostMallocMapped
+#define gpuHostAllocWriteCombined hipHostMallocWriteCombined
+#define gpuHostRegisterPortable hipHostRegisterPortable
+#define gpuHostRegisterMapped hipHostRegisterMapped
+#define gpuHostRegisterIoMemory hipHostRegisterIoMemory
+/* HIP has no read-only registration (its bit 8 is hipExtHostRegisterCoarseGrained): the
+ * flag is a hint, so it is dropped. */
+#define gpuHostRegisterReadOnly 0u
 #define gpuMemAttachGlobal hipMemAttachGlobal
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 
@@ -135,6 +144,7 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuMallocManaged hipMallocManaged
 #define gpuHostRegister hipHostRegister
 #define gpuHostUnregister hipHostUnregister
+#define gpuHostGetDevicePointer hipHostGetDevicePointer
 #define gpuMallocAsync hipMallocAsync
 #define gpuFreeAsync hipFreeAsync
 #define gpuPointerGetAttributes hipPointerGetAttributes
@@ -290,6 +300,45 @@ static inline hipError_t gpuOccupancy(int *blocks, const void *entry, bool modul
     return hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (hipFunction_t)entry,
                                                               threads, shmem);
   return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, entry, threads, shmem);
+}
+/* hipFuncGetAttributes takes program kernels; a module's hipFunction_t is queried one
+ * attribute at a time. */
+static inline hipError_t gpuKernelAttributes(gp_kernel_attributes_t *out, const void *entry,
+                                             bool module) {
+  if (!module) {
+    hipFuncAttributes a;
+    hipError_t e = hipFuncGetAttributes(&a, entry);
+    if (e != hipSuccess) return e;
+    out->shared_size_bytes = a.sharedSizeBytes;
+    out->const_size_bytes = a.constSizeBytes;
+    out->local_size_bytes = a.localSizeBytes;
+    out->max_threads_per_block = a.maxThreadsPerBlock;
+    out->num_regs = a.numRegs;
+    out->ptx_version = a.ptxVersion;
+    out->binary_version = a.binaryVersion;
+    out->cache_mode_ca = a.cacheModeCA;
+    out->max_dynamic_shared_size_bytes = a.maxDynamicSharedSizeBytes;
+    out->preferred_shmem_carveout = a.preferredShmemCarveout;
+    return hipSuccess;
+  }
+  static const hipFunction_attribute which[] = {
+      HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, HIP_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
+      HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+      HIP_FUNC_ATTRIBUTE_NUM_REGS, HIP_FUNC_ATTRIBUTE_PTX_VERSION,
+      HIP_FUNC_ATTRIBUTE_BINARY_VERSION};
+  int v[sizeof which / sizeof which[0]];
+  for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+    hipError_t e = hipFuncGetAttribute(&v[i], which[i], (hipFunction_t)entry);
+    if (e != hipSuccess) return e;
+  }
+  out->shared_size_bytes = (size_t)v[0];
+  out->const_size_bytes = (size_t)v[1];
+  out->local_size_bytes = (size_t)v[2];
+  out->max_threads_per_block = v[3];
+  out->num_regs = v[4];
+  out->ptx_version = v[5];
+  out->binary_version = v[6];
+  return hipSuccess;
 }
 static inline int gpuModuleKernelMaxThreads(const void *entry) {
   int v = 0;

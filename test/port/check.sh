@@ -162,11 +162,12 @@ for e in '^#include <gpuport/kernel.h>$' '^#include <gpuport/half.h>$' '^#includ
   'gp_device_get_attribute(&value, GP_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0);' \
   'gp_device_get_attribute(&value, GP_DEVICE_ATTR_L2_CACHE_SIZE, 0);' \
   'gp_occupancy_max_potential_block_size(&minGrid, &blockSize, GP_KERNEL_REF(toHalf), 0, 0);' \
-  'gp_kernel_attributes_t attr;' 'gp_kernel_get_attributes(&attr, GP_KERNEL_REF(toHalf));' \
-  'gp_host_register(a, 64);' '^  gp_stream_t lt;$' '^  \*(&lt) = NULL;$' \
+  'gp_kernel_attributes_t attr;' 'gp_kernel_get_attributes(&attr, GP_KERNEL_REF(toHalf)); int most = attr.max_threads_per_block + attr.num_regs;' \
+  'gp_host_register_flags(a, 64, GP_HOST_REGISTER_MAPPED);' 'gp_host_get_device_pointer((void \*\*)(&da), a, 0);' \
+  'gp_host_alloc((void \*\*)(&h), 64, GP_HOST_ALLOC_MAPPED | GP_HOST_ALLOC_PORTABLE);' \
+  '^  gp_stream_t lt;$' '^  \*(&lt) = NULL;$' \
   '^  gp_compute_t compute = GP_COMPUTE_TF32;$' '^  gp_compute_t mode = GP_COMPUTE_F32;$' '^  (void)(mode);$'; do expect "$e" templates; done
 grep -q 'GP_KERNEL_EXPORT(blockSum\|cuda\|cublas\|cooperative_groups::' "$out/templates.cu" && { echo "FAIL templates: CUDA left or a template exported"; fail=1; }
-report "templates.cu:58: review: cudaHostRegister flags 'cudaHostRegisterMapped' dropped" templates
 report 'templates.cu:63: review: extern __device__ sharedCounter: needs relocatable device code' templates
 expect '^extern __device__ int sharedCounter;$' templates
 report 'templates.cu:80: review: cublasSetMathMode: dropped' templates

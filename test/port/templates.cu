@@ -54,8 +54,8 @@ int main() {
   int minGrid, blockSize;
   cudaOccupancyMaxPotentialBlockSize(&minGrid, &blockSize, toHalf);
   cudaFuncAttributes attr;
-  cudaFuncGetAttributes(&attr, toHalf);
-  cudaHostRegister(a, 64, cudaHostRegisterMapped);
+  cudaFuncGetAttributes(&attr, toHalf); int most = attr.maxThreadsPerBlock + attr.numRegs; (void)most;
+  cudaHostRegister(a, 64, cudaHostRegisterMapped); float *da; cudaHostGetDevicePointer((void **)&da, a, 0); float *h; cudaHostAlloc(&h, 64, cudaHostAllocMapped | cudaHostAllocPortable);
   cublasDestroy(handle);
   return 0;
 }
