@@ -137,6 +137,15 @@ static void read_simd_env(void) {
     GP__WARN(GP__SUB_ALL, "GP_CPU_ATTENTION_SIMD=%s is not one of avx2, scalar: using avx2", e);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+/* CPUID.1:ECX.F16C[bit 29]: clang 14's __builtin_cpu_supports does not know "f16c". */
+static bool has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u);
+}
+#endif
+
 bool gp__cpu_attn_simd(void) {
   bool want;
   const int o = atomic_load_explicit(&g_simd_override, memory_order_relaxed);
@@ -148,8 +157,7 @@ bool gp__cpu_attn_simd(void) {
   }
 #if defined(__x86_64__) || defined(__i386__)
   /* F16C too (the f16 tile loads): every AVX2 processor has it, but it is its own bit */
-  return want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 #else
   (void)want;
   return false;
