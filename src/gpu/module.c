@@ -164,9 +164,20 @@ gp_status_t gp__be_occupancy_max_active_blocks(int *num_blocks, gp_kernel_t kern
 }
 
 gp_status_t gp__be_kernel_get_attributes(gp_kernel_attributes_t *attr, gp_kernel_t kernel) {
-  gpuError_t e = gpuKernelAttributes(attr, kernel->gpu_entry, (kernel->flags & GP__KFLAG_MODULE) != 0);
+  gpuFuncAttributes a;
+  gpuError_t e = gpuFuncAttributesOf(&a, kernel->gpu_entry, (kernel->flags & GP__KFLAG_MODULE) != 0);
   if (e != gpuSuccess)
     return gp__gpu_fail(e, gp__current_device(), "gp_kernel_get_attributes", "the attribute query");
+  attr->shared_size_bytes = a.sharedSizeBytes;
+  attr->const_size_bytes = a.constSizeBytes;
+  attr->local_size_bytes = a.localSizeBytes;
+  attr->max_threads_per_block = a.maxThreadsPerBlock;
+  attr->num_regs = a.numRegs;
+  attr->ptx_version = a.ptxVersion;
+  attr->binary_version = a.binaryVersion;
+  attr->cache_mode_ca = a.cacheModeCA;
+  if (a.maxDynamicSharedSizeBytes >= 0) attr->max_dynamic_shared_size_bytes = a.maxDynamicSharedSizeBytes;
+  attr->preferred_shmem_carveout = a.preferredShmemCarveout;
   return GP_SUCCESS;
 }
 

@@ -323,24 +323,11 @@ static inline cudaError_t gpuOccupancy(int *blocks, const void *entry, bool modu
   (void)module;
   return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, entry, threads, shmem);
 }
+typedef struct cudaFuncAttributes gpuFuncAttributes;
 /* cudaFuncGetAttributes takes program kernels and library kernels (cudaKernel_t) alike. */
-static inline cudaError_t gpuKernelAttributes(gp_kernel_attributes_t *out, const void *entry,
-                                              bool module) {
+static inline cudaError_t gpuFuncAttributesOf(gpuFuncAttributes *a, const void *entry, bool module) {
   (void)module;
-  struct cudaFuncAttributes a;
-  cudaError_t e = cudaFuncGetAttributes(&a, entry);
-  if (e != cudaSuccess) return e;
-  out->shared_size_bytes = a.sharedSizeBytes;
-  out->const_size_bytes = a.constSizeBytes;
-  out->local_size_bytes = a.localSizeBytes;
-  out->max_threads_per_block = a.maxThreadsPerBlock;
-  out->num_regs = a.numRegs;
-  out->ptx_version = a.ptxVersion;
-  out->binary_version = a.binaryVersion;
-  out->cache_mode_ca = a.cacheModeCA;
-  out->max_dynamic_shared_size_bytes = a.maxDynamicSharedSizeBytes;
-  out->preferred_shmem_carveout = a.preferredShmemCarveout;
-  return cudaSuccess;
+  return cudaFuncGetAttributes(a, entry);
 }
 /* Threads per block the compiled kernel allows (0 when unknown). */
 static inline int gpuModuleKernelMaxThreads(const void *entry) {

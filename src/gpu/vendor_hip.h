@@ -303,24 +303,9 @@ static inline hipError_t gpuOccupancy(int *blocks, const void *entry, bool modul
 }
 /* hipFuncGetAttributes takes program kernels; a module's hipFunction_t is queried one
  * attribute at a time. */
-static inline hipError_t gpuKernelAttributes(gp_kernel_attributes_t *out, const void *entry,
-                                             bool module) {
-  if (!module) {
-    hipFuncAttributes a;
-    hipError_t e = hipFuncGetAttributes(&a, entry);
-    if (e != hipSuccess) return e;
-    out->shared_size_bytes = a.sharedSizeBytes;
-    out->const_size_bytes = a.constSizeBytes;
-    out->local_size_bytes = a.localSizeBytes;
-    out->max_threads_per_block = a.maxThreadsPerBlock;
-    out->num_regs = a.numRegs;
-    out->ptx_version = a.ptxVersion;
-    out->binary_version = a.binaryVersion;
-    out->cache_mode_ca = a.cacheModeCA;
-    out->max_dynamic_shared_size_bytes = a.maxDynamicSharedSizeBytes;
-    out->preferred_shmem_carveout = a.preferredShmemCarveout;
-    return hipSuccess;
-  }
+typedef hipFuncAttributes gpuFuncAttributes;
+static inline hipError_t gpuFuncAttributesOf(gpuFuncAttributes *a, const void *entry, bool module) {
+  if (!module) return hipFuncGetAttributes(a, entry);
   static const hipFunction_attribute which[] = {
       HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, HIP_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
       HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
@@ -331,13 +316,16 @@ static inline hipError_t gpuKernelAttributes(gp_kernel_attributes_t *out, const 
     hipError_t e = hipFuncGetAttribute(&v[i], which[i], (hipFunction_t)entry);
     if (e != hipSuccess) return e;
   }
-  out->shared_size_bytes = (size_t)v[0];
-  out->const_size_bytes = (size_t)v[1];
-  out->local_size_bytes = (size_t)v[2];
-  out->max_threads_per_block = v[3];
-  out->num_regs = v[4];
-  out->ptx_version = v[5];
-  out->binary_version = v[6];
+  memset(a, 0, sizeof(*a));
+  a->sharedSizeBytes = (size_t)v[0];
+  a->constSizeBytes = (size_t)v[1];
+  a->localSizeBytes = (size_t)v[2];
+  a->maxThreadsPerBlock = v[3];
+  a->numRegs = v[4];
+  a->ptxVersion = v[5];
+  a->binaryVersion = v[6];
+  a->maxDynamicSharedSizeBytes = -1; /* unknown here: the limit gpuport recorded stands */
+  a->preferredShmemCarveout = -1;
   return hipSuccess;
 }
 static inline int gpuModuleKernelMaxThreads(const void *entry) {
