@@ -137,14 +137,40 @@ static void read_simd_env(void) {
     GP__WARN(GP__SUB_ALL, "GP_CPU_ATTENTION_SIMD=%s is not one of avx2, scalar: using avx2", e);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+/* ---- what this processor and its OS give ------------------------------------------------ */
+
+static pthread_once_t g_isa_once = PTHREAD_ONCE_INIT;
+static gp__cpu_isa_t g_isa;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
-/* CPUID.1:ECX.F16C[bit 29]: clang 14's __builtin_cpu_supports does not know "f16c". */
-static bool has_f16c(void) {
+/* CPUID and XGETBV: AVX2, FMA and F16C need the ymm state enabled by the OS. Read by hand:
+ * clang 14's __builtin_cpu_supports does not know "f16c". */
+static void isa_read(void) {
   unsigned a, b, c, d;
-  return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u);
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+  const bool osxsave = (c >> 27) & 1u, avx = (c >> 28) & 1u;
+  if (!osxsave || !avx) return;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  if ((lo & 6u) != 6u) return; /* xmm and ymm state saved by the OS */
+  g_isa.f16c = (c >> 29) & 1u;
+  g_isa.fma = (c >> 12) & 1u;
+  if (__get_cpuid_max(0, NULL) >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    g_isa.avx2 = (b >> 5) & 1u;
+  }
 }
+#else
+static void isa_read(void) {}
 #endif
+
+gp__cpu_isa_t gp__cpu_isa(void) {
+  pthread_once(&g_isa_once, isa_read);
+  return g_isa;
+}
+
 
 bool gp__cpu_attn_simd(void) {
   bool want;
@@ -155,13 +181,9 @@ bool gp__cpu_attn_simd(void) {
     pthread_once(&g_simd_once, read_simd_env);
     want = g_simd_env;
   }
-#if defined(__x86_64__) || defined(__i386__)
   /* F16C too (the f16 tile loads): every AVX2 processor has it, but it is its own bit */
-  return want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
-#else
-  (void)want;
-  return false;
-#endif
+  const gp__cpu_isa_t isa = gp__cpu_isa();
+  return want && isa.avx2 && isa.fma && isa.f16c;
 }
 
 void gp__cpu_attn_simd_set(int simd) {

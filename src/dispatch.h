@@ -118,6 +118,13 @@ void gp__cpu_convert_set(int mode);
  * parsed once per process (an unknown value warns once and means avx2); always false on
  * a processor without AVX2 and FMA. */
 bool gp__cpu_attn_simd(void);
+
+/* The instruction sets this processor and its OS give the cpu backend's vector paths
+ * (read once; all false off x86-64). */
+typedef struct gp__cpu_isa {
+  bool avx2, fma, f16c;
+} gp__cpu_isa_t;
+gp__cpu_isa_t gp__cpu_isa(void);
 /* Overrides GP_CPU_ATTENTION_SIMD for the whole process (tests): 1 avx2, 0 scalar, < 0
  * returns to the variable. */
 void gp__cpu_attn_simd_set(int simd);

@@ -331,37 +331,12 @@ __attribute__((target("avx2"))) static void convert_bf16_avx2(float *dst, const 
 }
 #endif
 
-#if HAVE_X86_CONVERT
-#include <cpuid.h>
-
-/* What this processor and its OS give (CPUID, XGETBV): F16C and AVX2 need AVX's ymm state
- * enabled by the OS. Read once; __builtin_cpu_supports would do, but clang 14 does not
- * know "f16c". */
-static pthread_once_t g_isa_once = PTHREAD_ONCE_INIT;
-static bool g_has_f16c, g_has_avx2;
-
-static void isa_read(void) {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return;
-  const bool osxsave = (c >> 27) & 1u, avx = (c >> 28) & 1u, f16c = (c >> 29) & 1u;
-  if (!osxsave || !avx) return;
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  (void)hi;
-  if ((lo & 6u) != 6u) return; /* xmm and ymm state saved by the OS */
-  g_has_f16c = f16c;
-  if (__get_cpuid_max(0, NULL) >= 7) {
-    __cpuid_count(7, 0, a, b, c, d);
-    g_has_avx2 = (b >> 5) & 1u;
-  }
-}
-#endif
 
 bool gp__cpu_convert_vector(int type) {
   if (gp__cpu_convert() == GP__CONVERT_SCALAR) return false;
 #if HAVE_X86_CONVERT
-  pthread_once(&g_isa_once, isa_read);
-  return type == GP_F16 ? g_has_f16c : g_has_avx2;
+  const gp__cpu_isa_t isa = gp__cpu_isa();
+  return type == GP_F16 ? isa.f16c : isa.avx2;
 #else
   (void)type;
   return false;
