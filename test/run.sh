@@ -149,8 +149,13 @@ run() {
     skips="$skips $label"
   else
     failed=$((failed + 1))
+    # The reason goes beside the name (Check's failure lines, else the output's last
+    # lines), so that the summary at the very end of a long log says what went wrong.
+    why=$(grep -E ':[0-9]+:[FE]:' "$work/out" | head -n 3)
+    [ -n "$why" ] || why=$(tail -n 3 "$work/out")
     failures="$failures
-  $label (${devs:+GP_CPU_DEVICES=$devs, }exit $rc)"
+  $label (${devs:+GP_CPU_DEVICES=$devs, }exit $rc)
+$(printf '%s\n' "$why" | cut -c1-400 | sed 's/^/    | /')"
   fi
 }
 
