@@ -190,6 +190,39 @@ void gp__cpu_attn_simd_set(int simd) {
   atomic_store_explicit(&g_simd_override, simd < 0 ? -1 : simd != 0, memory_order_relaxed);
 }
 
+/* ---- the direct GEMM path's GELU ----------------------------------------------------------- */
+
+static pthread_once_t g_gelu_once = PTHREAD_ONCE_INIT;
+static bool g_gelu_env;
+static atomic_int g_gelu_override = -1;
+
+static void read_gelu_env(void) {
+  const char *e = getenv("GP_CPU_GELU_SIMD");
+  g_gelu_env = true;
+  if (e == NULL || *e == '\0' || strcmp(e, "avx2") == 0) return;
+  if (strcmp(e, "scalar") == 0)
+    g_gelu_env = false;
+  else
+    GP__WARN(GP__SUB_ALL, "GP_CPU_GELU_SIMD=%s is not one of avx2, scalar: using avx2", e);
+}
+
+bool gp__cpu_gelu_simd(void) {
+  bool want;
+  const int o = atomic_load_explicit(&g_gelu_override, memory_order_relaxed);
+  if (o >= 0) {
+    want = o != 0;
+  } else {
+    pthread_once(&g_gelu_once, read_gelu_env);
+    want = g_gelu_env;
+  }
+  const gp__cpu_isa_t isa = gp__cpu_isa();
+  return want && isa.avx2 && isa.fma;
+}
+
+void gp__cpu_gelu_simd_set(int simd) {
+  atomic_store_explicit(&g_gelu_override, simd < 0 ? -1 : simd != 0, memory_order_relaxed);
+}
+
 /* ---- which families run here --------------------------------------------------------------- */
 
 /* cpu backend: the families mode m enables (src/dispatch.h, gp__cpu_mode_t). */

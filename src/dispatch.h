@@ -119,6 +119,17 @@ void gp__cpu_convert_set(int mode);
  * a processor without AVX2 and FMA. */
 bool gp__cpu_attn_simd(void);
 
+/* The build of the direct f32 GEMM path's GELU (kernels/cpu/gelu_cpu.c):
+ * GP_CPU_GELU_SIMD=avx2 (the default) runs the AVX2 + FMA erf where the processor has
+ * both, scalar libm's erff (the kernels' expression, their bits). True for the AVX2
+ * build: the last gp__cpu_gelu_simd_set() value, else the variable, parsed once per
+ * process (an unknown value warns once and means avx2); always false on a processor
+ * without AVX2 and FMA. */
+bool gp__cpu_gelu_simd(void);
+/* Overrides GP_CPU_GELU_SIMD for the whole process (tests): 1 avx2, 0 scalar, < 0
+ * returns to the variable. */
+void gp__cpu_gelu_simd_set(int simd);
+
 /* The instruction sets this processor and its OS give the cpu backend's vector paths
  * (read once; all false off x86-64). */
 typedef struct gp__cpu_isa {

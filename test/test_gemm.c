@@ -22,6 +22,7 @@
 #include <check.h>
 #include <unistd.h>
 #include <math.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,7 +508,9 @@ END_TEST
  * bias type. The default path on f32 (direct: alpha and beta go to OpenBLAS's sgemm, whose
  * rounding of beta C + alpha AB is its own; kernels/cpu/gemm_cpu.c) stays within the bound
  * of two roundings of |alpha AB| + |beta C| before the activation (whose slope is below
- * 1.2) plus a few ulps of the result. */
+ * 1.2) plus a few ulps of the result; with GELU, its erf (the AVX2 one where the
+ * processor has it: kernels/cpu/gelu_cpu.c, within 4 ulps of erf where libm's erff is
+ * within 1) adds 0.5 |v| 2^-21, v = alpha AB + beta C + bias, over libm's. */
 START_TEST(test_epilogue_bits) {
   enum { M = 37, N = 23 };
   const gp_epilogue_t epis[] = {GP_EPILOGUE_NONE, GP_EPILOGUE_BIAS, GP_EPILOGUE_BIAS_RELU, GP_EPILOGUE_BIAS_GELU,
@@ -563,7 +566,9 @@ START_TEST(test_epilogue_bits) {
                   continue;
                 }
                 const double x = fabs(d.alpha * gp_ref_load(ha, ab, i % M)) + fabs(d.beta * gp_ref_load(hc, ct, i));
-                const double bound = 1.2 * 0x1.0p-22 * x + 0x1.0p-21 * fabs(want) + 0x1.0p-126;
+                const double v = x + (epis[e] == GP_EPILOGUE_NONE ? 0.0 : fabs(gp_ref_load(hbias, bias_t, i / M)));
+                const double erf_term = epis[e] == GP_EPILOGUE_BIAS_GELU ? 0.5 * v * 0x1.0p-21 : 0.0;
+                const double bound = 1.2 * 0x1.0p-22 * x + 0x1.0p-21 * fabs(want) + erf_term + 0x1.0p-126;
                 ck_assert_msg(fabs(have - want) <= bound,
                               "f32 epi %d alpha %g beta %g, direct path: C[%zu] = %a, the portable kernel %a, "
                               "beyond %g (GP_TEST_SEED=0x%llx)", (int)epis[e], (double)d.alpha, (double)d.beta, i,
@@ -575,6 +580,121 @@ START_TEST(test_epilogue_bits) {
           }
   printf("  epilogue: %zu elements bit-identical to the portable kernel, %zu within the direct path's bound\n",
          compared, bounded);
+}
+END_TEST
+#endif
+
+#ifdef GP_BUILD_CPU
+/* ulps of got from the float64 want, in f32 ulps of want (subnormal ulp below 2^-126). */
+static double ulps_from(float got, double want) {
+  if (isnan(want)) return isnan(got) ? 0.0 : INFINITY;
+  if ((double)got == want) return 0.0;
+  int e;
+  frexp(fabs(want), &e);
+  const double ulp = fabs(want) < 0x1.0p-126 ? 0x1.0p-149 : ldexp(1.0, e - 24);
+  return fabs((double)got - want) / ulp;
+}
+
+/* The direct f32 path's GELU (kernels/cpu/gelu_cpu.c). Its erf against the float64 erf:
+ * every binade of f32 (2^-149 .. 2^127, both signs, 64 random mantissas each), the
+ * subnormals, the two branch points and the clamp, and the special values (+-0, +-inf,
+ * NaN, the extremes) exactly as erff gives them; within 4 ulps everywhere (the fit
+ * measures 2.8 at worst over every f32 of [0.25, 4)). Then the GELU itself over
+ * [-12, 12] against 0.5 v (1 + erf(v / sqrt 2)) in float64, and a GEMM with the GELU
+ * epilogue on the direct path with the vector build and the scalar one: both within the
+ * erf's bound of the float64 activation of the same f32 product, and not the same bits
+ * (so the vector build really ran). */
+START_TEST(test_gelu_vector) {
+  if (!gp__cpu_isa().avx2 || !gp__cpu_isa().fma) {
+    printf("  gelu: no AVX2 + FMA here, the portable build alone\n");
+    return;
+  }
+  gp__cpu_gelu_simd_set(1);
+  ck_assert(gp__cpu_gelu_vector());
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x6e1ull);
+  enum { PER = 64 };
+  static float in[(280 + 3) * 2 * PER + 32], out[sizeof in / sizeof in[0]];
+  size_t n = 0;
+  for (int e = -150; e < 128; e++)
+    for (int i = 0; i < PER; i++) {
+      const uint32_t mant = (uint32_t)(gp_ref_rng_next(&rng) & 0x7fffffu);
+      const uint32_t bits = e < -126 ? mant : ((uint32_t)(e + 127) << 23) | mant; /* e < -126: subnormal */
+      float f;
+      memcpy(&f, &bits, 4);
+      in[n++] = f, in[n++] = -f;
+    }
+  const float edges[] = {0.921875f, nextafterf(0.921875f, 0.0f), 3.93f, 3.9187f, 3.92f, 2.4375f, 1.0f, 0.5f, FLT_MIN};
+  for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) in[n++] = edges[i], in[n++] = -edges[i];
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 0x1p-149f, -0x1p-149f};
+  const size_t n_plain = n;
+  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) in[n++] = special[i];
+  ck_assert_uint_le(n, sizeof in / sizeof in[0]);
+  gp__cpu_erf_f32(out, in, (int64_t)n, true);
+  double worst = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    if (i >= n_plain) {
+      const float want = erff(in[i]);
+      ck_assert_msg(memcmp(&want, &out[i], 4) == 0 || (isnan(want) && isnan(out[i])),
+                    "vector erf(%a) = %a, erff %a", (double)in[i], (double)out[i], (double)want);
+      continue;
+    }
+    const double u = ulps_from(out[i], erf((double)in[i]));
+    ck_assert_msg(u <= 4.0, "vector erf(%a) = %a, %.2f ulps from erf %a (GP_TEST_SEED=0x%llx)", (double)in[i],
+                  (double)out[i], u, erf((double)in[i]), (unsigned long long)g_seed);
+    if (u > worst) worst = u;
+  }
+  /* GELU: v = x + bias rounded once, then erf's error (4 ulps of |erf| <= 1) times 0.5 |v|,
+   * and the three roundings of 0.5 v (1 + e). */
+  enum { G = 1000 };
+  float g[G], gs[G];
+  const float bias = 0.375f;
+  for (int i = 0; i < G; i++) g[i] = gs[i] = (float)(-12.0 + 24.0 * (double)(gp_ref_rng_next(&rng) % 1000003) / 1000003.0);
+  gp__cpu_gelu_bias_f32(g, G - 3, bias, true); /* a tail of 7 through the padded vector */
+  gp__cpu_gelu_bias_f32(g + G - 3, 3, bias, true);
+  for (int i = 0; i < G; i++) {
+    const double v = (double)(gs[i] + bias), want = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
+    const double bound = 0.5 * fabs(v) * 4.0 * 0x1.0p-24 + 3.0 * 0x1.0p-24 * (0.5 * fabs(v) * 2.0) + 0x1.0p-149;
+    ck_assert_msg(fabs((double)g[i] - want) <= bound, "vector GELU(%a + %a) = %a, float64 %a, beyond %g",
+                  (double)gs[i], (double)bias, (double)g[i], want, bound);
+  }
+  /* The GEMM: A M x 1 random, B a row of ones, so C(i, j) = A(i) + bias(j) exactly in f32. */
+  enum { M = 512, N = 16 };
+  static float ha[M], hb[N], hbias[N], got[2][M * N];
+  for (int i = 0; i < M; i++) ha[i] = (float)(-6.0 + 12.0 * (double)(gp_ref_rng_next(&rng) % 65536) / 65536.0);
+  for (int j = 0; j < N; j++) hb[j] = 1.0f, hbias[j] = (float)j / 16.0f - 0.5f;
+  void *da = dev_alloc_copy(ha, sizeof ha), *db = dev_alloc_copy(hb, sizeof hb), *dbias = dev_alloc_copy(hbias, sizeof hbias);
+  void *dc = NULL;
+  ck_assert_int_eq(gp_malloc(&dc, sizeof got[0]), GP_SUCCESS);
+  gp_gemm_desc_t d;
+  gp_gemm_desc_init(&d);
+  d.layout = GP_COL_MAJOR;
+  d.m = M, d.n = N, d.k = 1;
+  d.a = da, d.a_type = GP_F32, d.lda = M, d.b = db, d.b_type = GP_F32, d.ldb = 1;
+  d.c = dc, d.c_type = GP_F32, d.ldc = M;
+  d.epilogue = GP_EPILOGUE_BIAS_GELU, d.bias = dbias, d.bias_type = GP_F32;
+  set_mode(MODE_DEFAULT);
+  size_t differ = 0;
+  for (int r = 0; r < 2; r++) {
+    gp__cpu_gelu_simd_set(r == 0);
+    ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
+    ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+    ck_assert_int_eq(gp_memcpy(got[r], dc, sizeof got[r]), GP_SUCCESS);
+    for (int j = 0; j < N; j++)
+      for (int i = 0; i < M; i++) {
+        const double v = (double)(ha[i] + hbias[j]), want = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
+        const double bound = 0.5 * fabs(v) * 0x1.0p-21 + 0x1.0p-21 * fabs(want) + 0x1.0p-149;
+        ck_assert_msg(fabs((double)got[r][i + j * M] - want) <= bound,
+                      "direct GELU (%s) C[%d][%d] = %a, float64 %a, beyond %g", r == 0 ? "avx2" : "scalar", i, j,
+                      (double)got[r][i + j * M], want, bound);
+        if (r == 1) differ += got[0][i + j * M] != got[1][i + j * M];
+      }
+  }
+  gp__cpu_gelu_simd_set(-1);
+  ck_assert_msg(differ > 0, "the avx2 and scalar GELU gave the same bits on all %d elements: did the avx2 one run?", M * N);
+  gp_free(da), gp_free(db), gp_free(dbias), gp_free(dc);
+  printf("  gelu: avx2 erf within %.2f ulps of float64 over %zu values; direct GEMM GELU avx2 vs scalar: %zu of %d "
+         "elements differ, both within bound\n", worst, n, differ, M * N);
 }
 END_TEST
 #endif
@@ -1562,6 +1682,7 @@ static Suite *gemm_suite(void) {
   tcase_add_test(tc, test_larger);
 #ifdef GP_BUILD_CPU
   tcase_add_test(tc, test_epilogue_bits);
+  tcase_add_test(tc, test_gelu_vector);
 #endif
   suite_add_tcase(s, tc);
   TCase *t80 = tcase_create("sm80");
