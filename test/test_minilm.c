@@ -348,20 +348,24 @@ GP_KERNEL_DECLARE(minilm_k_layernorm_w64);
 GP_KERNEL_DECLARE(minilm_k_bias_act_w64);
 GP_KERNEL_DECLARE(minilm_k_mean_pool_w64);
 GP_KERNEL_DECLARE(minilm_k_l2_normalize_w64);
+GP_KERNEL_DECLARE(minilm_k_layernorm_rows);
+GP_KERNEL_DECLARE(minilm_k_layernorm_rows_w64);
 #endif
 
 typedef struct kset {
   gp_kernel_t embed, layernorm, bias_act, mean_pool, l2;
+  gp_kernel_t layernorm_rows; /* the cpu backend's thread-per-row LayerNorm (NULL elsewhere) */
 } kset_t;
 
 static int kernel_sets(kset_t *k) {
   k[0] = (kset_t){GP_KERNEL_REF(minilm_k_embed), GP_KERNEL_REF(minilm_k_layernorm),
                   GP_KERNEL_REF(minilm_k_bias_act), GP_KERNEL_REF(minilm_k_mean_pool),
-                  GP_KERNEL_REF(minilm_k_l2_normalize)};
+                  GP_KERNEL_REF(minilm_k_l2_normalize), NULL};
 #if defined(GP_BUILD_CPU)
+  k[0].layernorm_rows = GP_KERNEL_REF(minilm_k_layernorm_rows);
   k[1] = (kset_t){GP_KERNEL_REF(minilm_k_embed_w64), GP_KERNEL_REF(minilm_k_layernorm_w64),
                   GP_KERNEL_REF(minilm_k_bias_act_w64), GP_KERNEL_REF(minilm_k_mean_pool_w64),
-                  GP_KERNEL_REF(minilm_k_l2_normalize_w64)};
+                  GP_KERNEL_REF(minilm_k_l2_normalize_w64), GP_KERNEL_REF(minilm_k_layernorm_rows_w64)};
   return 2;
 #else
   return 1;
@@ -447,8 +451,11 @@ static void check_embed(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng) {
  * bound is 4 H u32 of gamma (|x + r| + |mean|) / sd (the numerator's rounding, scaled as
  * x-hat is) + |gamma x-hat| (the variance's) + |beta|, plus the rounding of the result
  * to dt. Rows = 37 (not a multiple of the rows per block), hidden 384 and 100 (lanes with
- * fewer columns). */
-static void check_layernorm(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng, int H) {
+ * fewer columns; for the row kernel, a tail after the 8-wide partial sums). The warp
+ * kernel (per_block = 128 / warp size rows a block) and the row kernel (128 rows a
+ * block, 1 here: one block of 37 live threads) are checked alike. */
+static void check_layernorm(const char *name, gp_kernel_t kern, unsigned per, gp_dtype_t dt, gp_ref_rng_t *rng,
+                            int H) {
   const int64_t rows = 37;
   const size_t n = (size_t)rows * H, es = gp_dtype_size(dt);
   void *x = host_fill(dt, n, rng, -3, 5), *r = host_fill(dt, n, rng, -2, 2);
@@ -458,8 +465,7 @@ static void check_layernorm(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng, i
   int hidden = H, dti = (int)dt;
   float eps = 1e-12f;
   void *args[] = {&d_x, &d_r, &d_g, &d_b, &d_x, (void *)&rows, &hidden, &eps, &dti};
-  const unsigned per = 128u / (unsigned)k->layernorm->warp_size;
-  ck_assert_int_eq(gp_launch(k->layernorm, gp_dim3((unsigned)((rows + per - 1) / per), 1, 1),
+  ck_assert_int_eq(gp_launch(kern, gp_dim3((unsigned)((rows + per - 1) / per), 1, 1),
                              gp_dim3(128, 1, 1), 0, NULL, args), GP_SUCCESS);
   void *out = malloc(n * es);
   ck_assert_int_eq(gp_memcpy(out, d_x, n * es), GP_SUCCESS);
@@ -483,7 +489,7 @@ static void check_layernorm(const kset_t *k, gp_dtype_t dt, gp_ref_rng_t *rng, i
                          4.0 * H * gp_ref_unit_roundoff(GP_F32) * (terms + 1e-30);
     }
   }
-  expect_close("minilm_k_layernorm", k->layernorm, out, dt, ref, bound, n);
+  expect_close(name, kern, out, dt, ref, bound, n);
   void *frees[] = {x, r, g, be, out, ref, bound};
   for (size_t i = 0; i < 7; i++) free(frees[i]);
   void *dfrees[] = {d_x, d_r, d_g, d_b};
@@ -572,13 +578,20 @@ START_TEST(kernels_match_float64) {
   for (int w = 0; w < nk; w++)
     for (int d = 0; d < 2; d++) {
       check_embed(&k[w], dts[d], &rng);
-      check_layernorm(&k[w], dts[d], &rng, 384);
-      check_layernorm(&k[w], dts[d], &rng, 100);
+      const unsigned per = 128u / (unsigned)k[w].layernorm->warp_size;
+      check_layernorm("minilm_k_layernorm", k[w].layernorm, per, dts[d], &rng, 384);
+      check_layernorm("minilm_k_layernorm", k[w].layernorm, per, dts[d], &rng, 100);
+      if (k[w].layernorm_rows) {
+        check_layernorm("minilm_k_layernorm_rows", k[w].layernorm_rows, 128u, dts[d], &rng, 384);
+        check_layernorm("minilm_k_layernorm_rows", k[w].layernorm_rows, 128u, dts[d], &rng, 100);
+        check_layernorm("minilm_k_layernorm_rows", k[w].layernorm_rows, 128u, dts[d], &rng, 5);
+      }
       check_bias_act(&k[w], dts[d], &rng, 0);
       check_bias_act(&k[w], dts[d], &rng, 1);
       check_pool_l2(&k[w], dts[d], &rng);
     }
-  printf("kernels: embed, layernorm, bias/GELU, mean pool, L2 at %d warp width(s), f32 and bf16: ok\n", nk);
+  printf("kernels: embed, layernorm%s, bias/GELU, mean pool, L2 at %d warp width(s), f32 and bf16: ok\n",
+         k[0].layernorm_rows ? " (warp and row kernels)" : "", nk);
 }
 END_TEST
 

@@ -10,6 +10,8 @@
  *   minilm_k_layernorm     one warp per row (blockDim / warp size rows a block), each
  *                          lane owning columns lane, lane + warp size, ... (at most
  *                          MINILM_LN_PER of them).
+ *   minilm_k_layernorm_rows  one thread per row (blockDim rows a block): the cpu
+ *                          backend's choice (model.c), where warp operations cost fibers.
  *   minilm_k_bias_act      grid-stride over rows x cols.
  *   minilm_k_mean_pool     grid (batch, ceil(hidden / blockDim)): one thread per column.
  *   minilm_k_l2_normalize  grid (batch): one block per embedding.
@@ -28,6 +30,12 @@ GP_DEVICE void st(void *p, int dt, int64_t i, float v) {
   else
     ((float *)p)[i] = v;
 }
+
+/* An element as f32, and an f32 stored rounded to the element's type: the typed row loops. */
+GP_DEVICE float lf(float v) { return v; }
+GP_DEVICE float lf(gp_bf16_t v) { return gp_f32_from_bf16(v); }
+GP_DEVICE void sv(float *p, float v) { *p = v; }
+GP_DEVICE void sv(gp_bf16_t *p, float v) { *p = gp_bf16_from_f32(v); }
 
 /* Sum of v over the block, the same value on every thread. red holds one float per warp;
  * the block's warps are summed in a fixed order, so the result does not depend on the
@@ -90,6 +98,60 @@ GP_KERNEL void minilm_k_layernorm(const void *x, const void *r, const void *gamm
   }
 }
 GP_KERNEL_EXPORT(minilm_k_layernorm)
+
+/* minilm_k_layernorm's result with one thread per row (MINILM_THREADS rows a block), for
+ * the cpu backend: no warp operation, so the executor runs each block as a plain loop
+ * (no fibers, no switches), and a row's sums are eight interleaved partial sums the
+ * compiler can keep in one vector register. The row is read three times (sum, squared
+ * deviations, result) rather than held, so y may be x as in minilm_k_layernorm. On a
+ * GPU the warp version is the fast one; this one is built there too but not chosen. */
+template <typename T>
+GP_DEVICE void layernorm_row(const T *x, const T *r, const T *gamma, const T *beta, T *y, int hidden,
+                             float eps) {
+  enum { P = 8 };
+  float part[P] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  int c = 0;
+  for (; c + P <= hidden; c += P)
+    for (int j = 0; j < P; j++) part[j] += lf(x[c + j]) + (r ? lf(r[c + j]) : 0.0f);
+  for (; c < hidden; c++) part[0] += lf(x[c]) + (r ? lf(r[c]) : 0.0f);
+  float sum = 0.0f;
+  for (int j = 0; j < P; j++) sum += part[j];
+  const float mean = sum / (float)hidden;
+  for (int j = 0; j < P; j++) part[j] = 0.0f;
+  for (c = 0; c + P <= hidden; c += P)
+    for (int j = 0; j < P; j++) {
+      const float d = lf(x[c + j]) + (r ? lf(r[c + j]) : 0.0f) - mean;
+      part[j] += d * d;
+    }
+  for (; c < hidden; c++) {
+    const float d = lf(x[c]) + (r ? lf(r[c]) : 0.0f) - mean;
+    part[0] += d * d;
+  }
+  float sq = 0.0f;
+  for (int j = 0; j < P; j++) sq += part[j];
+  const float inv = 1.0f / sqrtf(sq / (float)hidden + eps);
+  for (c = 0; c < hidden; c++) {
+    const float v = lf(x[c]) + (r ? lf(r[c]) : 0.0f);
+    sv(&y[c], (v - mean) * inv * lf(gamma[c]) + lf(beta[c]));
+  }
+}
+
+GP_KERNEL void minilm_k_layernorm_rows(const void *x, const void *r, const void *gamma, const void *beta,
+                                       void *y, int64_t rows, int hidden, float eps, int dt) {
+  const int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const int64_t base = row * hidden;
+  if (dt == GP_BF16) {
+    const gp_bf16_t *xb = (const gp_bf16_t *)x, *rb = (const gp_bf16_t *)r;
+    layernorm_row<gp_bf16_t>(xb + base, rb ? rb + base : NULL, (const gp_bf16_t *)gamma, (const gp_bf16_t *)beta,
+                             (gp_bf16_t *)y + base, hidden, eps);
+    return;
+  }
+  const float *xf = (const float *)x, *rf = (const float *)r;
+  layernorm_row<float>(xf + base, rf ? rf + base : NULL, (const float *)gamma, (const float *)beta, (float *)y + base,
+                       hidden, eps);
+}
+GP_KERNEL_EXPORT(minilm_k_layernorm_rows)
 
 /* x[i][j] = act(x[i][j] + bias[j]), act the identity or GELU (erf form, as BERT's "gelu"):
  * the unfused path, against which the GEMM epilogues are checked. */

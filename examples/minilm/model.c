@@ -41,6 +41,8 @@ GP_KERNEL_DECLARE(minilm_k_layernorm_w64);
 GP_KERNEL_DECLARE(minilm_k_bias_act_w64);
 GP_KERNEL_DECLARE(minilm_k_mean_pool_w64);
 GP_KERNEL_DECLARE(minilm_k_l2_normalize_w64);
+GP_KERNEL_DECLARE(minilm_k_layernorm_rows);
+GP_KERNEL_DECLARE(minilm_k_layernorm_rows_w64);
 #endif
 
 enum { K_EMBED, K_LAYERNORM, K_BIAS_ACT, K_MEAN_POOL, K_L2, K_COUNT };
@@ -60,6 +62,7 @@ struct minilm_model {
   minilm_vocab_t *vocab;
   gp_stream_t stream;
   gp_kernel_t k[K_COUNT];
+  int64_t ln_rows_per_block; /* rows a LayerNorm block normalises (k[K_LAYERNORM]'s geometry) */
   int layers, hidden, inter, vocab_rows, max_pos;
   void *word, *pos, *type, *ln_g, *ln_b; /* embeddings, device */
   layer_t layer[MAX_LAYERS];
@@ -304,8 +307,10 @@ static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
                                             GP_KERNEL_REF(minilm_k_bias_act), GP_KERNEL_REF(minilm_k_mean_pool),
                                             GP_KERNEL_REF(minilm_k_l2_normalize)};
 #if defined(GP_BUILD_CPU)
+  /* LayerNorm: a thread per row, so the executor runs plain loops where the warp
+   * version's reductions would make every lane a fiber. */
   const struct gp_kernel_s *k64[K_COUNT] = {
-      GP_KERNEL_REF(minilm_k_embed_w64), GP_KERNEL_REF(minilm_k_layernorm_w64),
+      GP_KERNEL_REF(minilm_k_embed_w64), GP_KERNEL_REF(minilm_k_layernorm_rows_w64),
       GP_KERNEL_REF(minilm_k_bias_act_w64), GP_KERNEL_REF(minilm_k_mean_pool_w64),
       GP_KERNEL_REF(minilm_k_l2_normalize_w64)};
   /* With GP_CPU_WARP_SIZE=64 the device reports a warp of 64 and the executor runs the
@@ -315,7 +320,9 @@ static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
   gp_device_props_init(&p);
   if (gp_device_get(&dev) == GP_SUCCESS && gp_device_get_props(&p, dev) == GP_SUCCESS && p.warp_size == 64)
     warp64 = 1;
+  k32[K_LAYERNORM] = GP_KERNEL_REF(minilm_k_layernorm_rows);
   for (int i = 0; i < K_COUNT; i++) m->k[i] = warp64 ? k64[i] : k32[i];
+  m->ln_rows_per_block = MINILM_THREADS;
   (void)err, (void)errlen;
 #else
   if (m->opt.warp64) {
@@ -324,6 +331,7 @@ static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
     return -1;
   }
   for (int i = 0; i < K_COUNT; i++) m->k[i] = k32[i];
+  m->ln_rows_per_block = MINILM_THREADS / m->k[K_LAYERNORM]->warp_size; /* a warp per row */
 #endif
   return 0;
 }
@@ -470,11 +478,12 @@ static gp_status_t linear(minilm_model_t *m, const void *a, int64_t rows, const 
   return GP_SUCCESS;
 }
 
-/* x = LayerNorm(x + r) with gamma g and beta b, in place: one warp per row. */
+/* x = LayerNorm(x + r) with gamma g and beta b, in place: a warp per row on GPUs, a
+ * thread per row on the cpu backend (pick_kernels). */
 static gp_status_t layernorm(minilm_model_t *m, int64_t rows, void *x, const void *r, void *g, void *b) {
   int hidden = m->hidden, dti = (int)m->opt.dtype;
   float eps = LN_EPS;
-  const int64_t per_block = MINILM_THREADS / m->k[K_LAYERNORM]->warp_size;
+  const int64_t per_block = m->ln_rows_per_block;
   void *args[] = {&x, (void *)&r, &g, &b, &x, &rows, &hidden, &eps, &dti};
   return launch(m, K_LAYERNORM, (unsigned)((rows + per_block - 1) / per_block), 1, args);
 }
