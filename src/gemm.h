@@ -59,9 +59,10 @@ void gp__cpu_convert_f32(float *dst, const void *src, int type, int64_t n, bool 
 /* Whether the direct f32 path's GELU runs the AVX2 + FMA build here
  * (gp__cpu_gelu_simd on a processor that has it; kernels/cpu/gelu_cpu.c). */
 bool gp__cpu_gelu_vector(void);
-/* x[0..n) = GELU(x[i] + bias) (erf form) in place; vector: the AVX2 + FMA build (only
- * where gp__cpu_gelu_vector() says so), within a few ulps of erf of the portable one. */
-void gp__cpu_gelu_bias_f32(float *x, int64_t n, float bias, bool vector);
+/* x[0..n) = GELU(x[i] + b_i) (erf form) in place, b_i = bias_vec[i] (f32 bias along
+ * the column) or bias where bias_vec is NULL; vector: the AVX2 + FMA build (only where
+ * gp__cpu_gelu_vector() says so), within a few ulps of erf of the portable one. */
+void gp__cpu_gelu_bias_f32(float *x, int64_t n, const float *bias_vec, float bias, bool vector);
 /* dst[0..n) = erf(src[i]): the GELU's erf alone, either build (tests measure it). */
 void gp__cpu_erf_f32(float *dst, const float *src, int64_t n, bool vector);
 

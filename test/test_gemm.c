@@ -647,18 +647,27 @@ START_TEST(test_gelu_vector) {
   /* GELU: v = x + bias rounded once, then erf's error (4 ulps of |erf| <= 1) times 0.5 |v|,
    * and the three roundings of 0.5 v (1 + e). */
   enum { G = 1000 };
-  float g[G], gs[G];
+  float g[G], gs[G], bv[G];
   const float bias = 0.375f;
-  for (int i = 0; i < G; i++) g[i] = gs[i] = (float)(-12.0 + 24.0 * (double)(gp_ref_rng_next(&rng) % 1000003) / 1000003.0);
-  gp__cpu_gelu_bias_f32(g, G - 3, bias, true); /* a tail of 7 through the padded vector */
-  gp__cpu_gelu_bias_f32(g + G - 3, 3, bias, true);
   for (int i = 0; i < G; i++) {
-    const double v = (double)(gs[i] + bias), want = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
+    g[i] = gs[i] = (float)(-12.0 + 24.0 * (double)(gp_ref_rng_next(&rng) % 1000003) / 1000003.0);
+    bv[i] = (float)i / (float)G - 0.5f;
+  }
+  /* one bias, then a bias per element; tails of 7 and 3 through the padded vector */
+  gp__cpu_gelu_bias_f32(g, G / 2 - 3, NULL, bias, true);
+  gp__cpu_gelu_bias_f32(g + G / 2 - 3, 3, NULL, bias, true);
+  gp__cpu_gelu_bias_f32(g + G / 2, G / 2 - 7, bv + G / 2, 0.0f, true);
+  gp__cpu_gelu_bias_f32(g + G - 7, 7, bv + G - 7, 0.0f, true);
+  for (int i = 0; i < G; i++) {
+    const float b = i < G / 2 ? bias : bv[i];
+    const double v = (double)(gs[i] + b), want = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
     const double bound = 0.5 * fabs(v) * 4.0 * 0x1.0p-24 + 3.0 * 0x1.0p-24 * (0.5 * fabs(v) * 2.0) + 0x1.0p-149;
     ck_assert_msg(fabs((double)g[i] - want) <= bound, "vector GELU(%a + %a) = %a, float64 %a, beyond %g",
-                  (double)gs[i], (double)bias, (double)g[i], want, bound);
+                  (double)gs[i], (double)b, (double)g[i], want, bound);
   }
-  /* The GEMM: A M x 1 random, B a row of ones, so C(i, j) = A(i) + bias(j) exactly in f32. */
+  /* The GEMM: A M x 1 random, B a row of ones, so C(i, j) = A(i) + bias(j) exactly in f32;
+   * column-major (the bias along n of the problem the backend runs) and row-major (the
+   * model's layout: there the backend's column-major problem has the bias along m). */
   enum { M = 512, N = 16 };
   static float ha[M], hb[N], hbias[N], got[2][M * N];
   for (int i = 0; i < M; i++) ha[i] = (float)(-6.0 + 12.0 * (double)(gp_ref_rng_next(&rng) % 65536) / 65536.0);
@@ -668,33 +677,41 @@ START_TEST(test_gelu_vector) {
   ck_assert_int_eq(gp_malloc(&dc, sizeof got[0]), GP_SUCCESS);
   gp_gemm_desc_t d;
   gp_gemm_desc_init(&d);
-  d.layout = GP_COL_MAJOR;
   d.m = M, d.n = N, d.k = 1;
-  d.a = da, d.a_type = GP_F32, d.lda = M, d.b = db, d.b_type = GP_F32, d.ldb = 1;
-  d.c = dc, d.c_type = GP_F32, d.ldc = M;
+  d.a = da, d.a_type = GP_F32, d.b = db, d.b_type = GP_F32;
+  d.c = dc, d.c_type = GP_F32;
   d.epilogue = GP_EPILOGUE_BIAS_GELU, d.bias = dbias, d.bias_type = GP_F32;
   set_mode(MODE_DEFAULT);
   size_t differ = 0;
-  for (int r = 0; r < 2; r++) {
-    gp__cpu_gelu_simd_set(r == 0);
-    ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
-    ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
-    ck_assert_int_eq(gp_memcpy(got[r], dc, sizeof got[r]), GP_SUCCESS);
-    for (int j = 0; j < N; j++)
-      for (int i = 0; i < M; i++) {
-        const double v = (double)(ha[i] + hbias[j]), want = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
-        const double bound = 0.5 * fabs(v) * 0x1.0p-21 + 0x1.0p-21 * fabs(want) + 0x1.0p-149;
-        ck_assert_msg(fabs((double)got[r][i + j * M] - want) <= bound,
-                      "direct GELU (%s) C[%d][%d] = %a, float64 %a, beyond %g", r == 0 ? "avx2" : "scalar", i, j,
-                      (double)got[r][i + j * M], want, bound);
-        if (r == 1) differ += got[0][i + j * M] != got[1][i + j * M];
-      }
+  for (int lay = 0; lay < 2; lay++) {
+    const bool row = lay == 1;
+    size_t differ_lay = 0;
+    d.layout = row ? GP_ROW_MAJOR : GP_COL_MAJOR;
+    d.lda = row ? 1 : M, d.ldb = row ? N : 1, d.ldc = row ? N : M;
+    for (int r = 0; r < 2; r++) {
+      gp__cpu_gelu_simd_set(r == 0);
+      ck_assert_int_eq(gp_gemm_ex(NULL, &d), GP_SUCCESS);
+      ck_assert_int_eq(gp_device_synchronize(), GP_SUCCESS);
+      ck_assert_int_eq(gp_memcpy(got[r], dc, sizeof got[r]), GP_SUCCESS);
+      for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+          const size_t at = row ? (size_t)i * N + j : (size_t)i + (size_t)j * M;
+          const double v = (double)(ha[i] + hbias[j]), want = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
+          const double bound = 0.5 * fabs(v) * 0x1.0p-21 + 0x1.0p-21 * fabs(want) + 0x1.0p-149;
+          ck_assert_msg(fabs((double)got[r][at] - want) <= bound,
+                        "direct GELU (%s, %s) C[%d][%d] = %a, float64 %a, beyond %g", r == 0 ? "avx2" : "scalar",
+                        row ? "row-major" : "column-major", i, j, (double)got[r][at], want, bound);
+          if (r == 1) differ_lay += got[0][at] != got[1][at];
+        }
+    }
+    ck_assert_msg(differ_lay > 0, "%s: the avx2 and scalar GELU gave the same bits on all %d elements: did the avx2 "
+                  "one run?", row ? "row-major" : "column-major", M * N);
+    differ += differ_lay;
   }
   gp__cpu_gelu_simd_set(-1);
-  ck_assert_msg(differ > 0, "the avx2 and scalar GELU gave the same bits on all %d elements: did the avx2 one run?", M * N);
   gp_free(da), gp_free(db), gp_free(dbias), gp_free(dc);
   printf("  gelu: avx2 erf within %.2f ulps of float64 over %zu values; direct GEMM GELU avx2 vs scalar: %zu of %d "
-         "elements differ, both within bound\n", worst, n, differ, M * N);
+         "elements differ (both layouts), both within bound\n", worst, n, differ, 2 * M * N);
 }
 END_TEST
 #endif

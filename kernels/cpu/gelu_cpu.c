@@ -32,8 +32,8 @@
 
 #define SQRT1_2F 0.70710678118654752f
 
-static void gelu_scalar(float *x, int64_t n, float bias) {
-  for (int64_t i = 0; i < n; i++) x[i] = gp__gemm_activate(GP_EPILOGUE_BIAS_GELU, x[i], bias);
+static void gelu_scalar(float *x, int64_t n, const float *bias_vec, float bias) {
+  for (int64_t i = 0; i < n; i++) x[i] = gp__gemm_activate(GP_EPILOGUE_BIAS_GELU, x[i], bias_vec ? bias_vec[i] : bias);
 }
 
 static void erf_scalar(float *dst, const float *src, int64_t n) {
@@ -116,9 +116,14 @@ AVX2_INLINE __m256 gelu8(__m256 x, __m256 bias) {
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-AVX2 static void gelu_avx2(float *x, int64_t n, float bias) {
+AVX2 static void gelu_avx2(float *x, int64_t n, const float *bias_vec, float bias) {
   const __m256 b = _mm256_set1_ps(bias);
   int64_t i = 0;
+  if (bias_vec) {
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i), _mm256_loadu_ps(bias_vec + i)));
+    if (i < n) store_tail(x + i, gelu8(load_tail(x + i, n - i), load_tail(bias_vec + i, n - i)), n - i);
+    return;
+  }
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i), b));
   if (i < n) store_tail(x + i, gelu8(load_tail(x + i, n - i), b), n - i);
 }
@@ -138,12 +143,12 @@ bool gp__cpu_gelu_vector(void) {
 #endif
 }
 
-void gp__cpu_gelu_bias_f32(float *x, int64_t n, float bias, bool vector) {
+void gp__cpu_gelu_bias_f32(float *x, int64_t n, const float *bias_vec, float bias, bool vector) {
 #if HAVE_X86_GELU
-  if (vector) return gelu_avx2(x, n, bias);
+  if (vector) return gelu_avx2(x, n, bias_vec, bias);
 #endif
   (void)vector;
-  gelu_scalar(x, n, bias);
+  gelu_scalar(x, n, bias_vec, bias);
 }
 
 void gp__cpu_erf_f32(float *dst, const float *src, int64_t n, bool vector) {

@@ -264,25 +264,33 @@ typedef struct activate_job {
   float *c;
 } activate_job_t;
 
-/* A column with one bias (bias along n): the bias alone and GELU get loops of their own
- * (the compiler vectorises the first; the second is gelu_cpu.c's), the same bits as
- * gp__gemm_activate for the bias and within its erf's error for GELU. */
-static void activate_col(const gp__gemm_params_t *p, float *col, float bj, bool gelu_vec) {
+/* One column of C with its bias: bias_vec[i] (an f32 bias along m, the row-major
+ * problems' case) or bj. The bias alone and GELU get loops of their own (the compiler
+ * vectorises the first; the second is gelu_cpu.c's): the same bits as gp__gemm_activate
+ * for the bias, within its erf's error for GELU. */
+static void activate_col(const gp__gemm_params_t *p, float *col, const float *bias_vec, float bj, bool gelu_vec) {
   if (p->epilogue == GP_EPILOGUE_BIAS) {
-    for (int64_t i = 0; i < p->m; i++) col[i] += bj;
+    if (bias_vec)
+      for (int64_t i = 0; i < p->m; i++) col[i] += bias_vec[i];
+    else
+      for (int64_t i = 0; i < p->m; i++) col[i] += bj;
     return;
   }
-  if (p->epilogue == GP_EPILOGUE_BIAS_GELU) return gp__cpu_gelu_bias_f32(col, p->m, bj, gelu_vec);
-  for (int64_t i = 0; i < p->m; i++) col[i] = gp__gemm_activate(p->epilogue, col[i], bj);
+  if (p->epilogue == GP_EPILOGUE_BIAS_GELU) return gp__cpu_gelu_bias_f32(col, p->m, bias_vec, bj, gelu_vec);
+  for (int64_t i = 0; i < p->m; i++) col[i] = gp__gemm_activate(p->epilogue, col[i], bias_vec ? bias_vec[i] : bj);
 }
 
 static void activate_cols(void *ctx, int64_t c0, int64_t c1) {
   const activate_job_t *a = (const activate_job_t *)ctx;
   const gp__gemm_params_t *p = a->p;
+  const bool vec = gp__cpu_gelu_vector();
   if (!p->bias_along_m) {
-    const bool vec = gp__cpu_gelu_vector();
     for (int64_t j = c0; j < c1; j++)
-      activate_col(p, a->c + j * p->ldc, gp__elem_load(p->bias, p->bias_type, j), vec);
+      activate_col(p, a->c + j * p->ldc, NULL, gp__elem_load(p->bias, p->bias_type, j), vec);
+    return;
+  }
+  if (p->bias_type == GP_F32) {
+    for (int64_t j = c0; j < c1; j++) activate_col(p, a->c + j * p->ldc, (const float *)p->bias, 0.0f, vec);
     return;
   }
   for (int64_t j = c0; j < c1; j++) {
