@@ -614,6 +614,7 @@ typedef struct run_cfg {
   gp_dtype_t dtype;
   int warp64, unfused, portable;
   int subset; /* sentences used (0: all) */
+  int chunk;  /* minilm_options_t.chunk_tokens (0: the backend's) */
 } run_cfg_t;
 
 typedef struct run_result {
@@ -635,6 +636,7 @@ static void run_model(const ref_set_t *r, const run_cfg_t *cfg, run_result_t *re
   opt.dtype = cfg->dtype;
   opt.warp64 = cfg->warp64;
   opt.unfused = cfg->unfused;
+  opt.chunk_tokens = cfg->chunk;
   char err[512];
   minilm_model_t *m = NULL;
   ck_assert_msg(minilm_load(&m, model_dir(), &opt, err, sizeof(err)) == 0,
@@ -730,7 +732,7 @@ START_TEST(model_matches_reference) {
   const int cpu = gp_backend() == GP_BACKEND_CPU;
   const size_t all = (size_t)r.n * MINILM_DIM;
   run_result_t f32, bf16;
-  run_cfg_t c_f32 = {"f32", GP_F32, 0, 0, 0, 0}, c_bf16 = {"bf16", GP_BF16, 0, 0, 0, 0};
+  run_cfg_t c_f32 = {"f32", GP_F32, 0, 0, 0, 0, 0}, c_bf16 = {"bf16", GP_BF16, 0, 0, 0, 0, 0};
   if (cpu && SANITIZED) c_bf16.warp64 = 1, c_bf16.name = "bf16 warp 64";
   run_model(&r, &c_f32, &f32);
   run_model(&r, &c_bf16, &bf16);
@@ -747,17 +749,28 @@ START_TEST(model_matches_reference) {
   if (!light_run()) {
     /* The GEMM epilogues and the unfused kernels compute the same thing. */
     run_result_t unf;
-    run_cfg_t c_unf = {"f32 unfused bias/GELU", GP_F32, 0, 1, 0, 0};
+    run_cfg_t c_unf = {"f32 unfused bias/GELU", GP_F32, 0, 1, 0, 0, 0};
     run_model(&r, &c_unf, &unf);
     double d_unf = max_diff(f32.e, unf.e, all);
     ck_assert_msg(d_unf <= 2 * elem_factor(GP_F32) * gp_ref_unit_roundoff(GP_F32),
                   "epilogue and unfused f32 results differ by %.3g", d_unf);
     printf("epilogues vs unfused (f32): max |diff| %.3g\n", d_unf);
     free(unf.e);
+    /* The encoder over chunks of at most 40 tokens (most batches split, a sentence
+     * longer than 40 alone in its chunk): the reference's bounds, and the unchunked
+     * results within two of them. */
+    run_result_t ch;
+    run_cfg_t c_ch = {"f32 chunks of 40 tokens", GP_F32, 0, 0, 0, 0, 40};
+    run_model(&r, &c_ch, &ch);
+    double d_ch = max_diff(f32.e, ch.e, all);
+    ck_assert_msg(d_ch <= 2 * elem_factor(GP_F32) * gp_ref_unit_roundoff(GP_F32),
+                  "chunked and whole-batch f32 results differ by %.3g", d_ch);
+    printf("chunks of 40 tokens vs whole batches (f32): max |diff| %.3g\n", d_ch);
+    free(ch.e);
   }
   if (cpu) { /* warp width 64: the width-64 builds of the dialect kernels */
     run_result_t w;
-    run_cfg_t c_f32w = {"f32 warp 64", GP_F32, 1, 0, 0, 0}, c_bf16w = {"bf16 warp 64", GP_BF16, 1, 0, 0, 0};
+    run_cfg_t c_f32w = {"f32 warp 64", GP_F32, 1, 0, 0, 0, 0}, c_bf16w = {"bf16 warp 64", GP_BF16, 1, 0, 0, 0, 0};
     if (!light_run()) {
       run_model(&r, &c_f32w, &w);
       free(w.e);
@@ -782,7 +795,7 @@ START_TEST(model_portable_kernels) {
   gp__cpu_mode_set(GP__OP_GEMM, GP__CPU_PORTABLE);
   gp__cpu_mode_set(GP__OP_ATTN_FWD, GP__CPU_PORTABLE);
   run_result_t a;
-  run_cfg_t c = {"bf16 portable GEMM+attention", GP_BF16, 1, 0, 1, 2}; /* "", "Hello world!" */
+  run_cfg_t c = {"bf16 portable GEMM+attention", GP_BF16, 1, 0, 1, 2, 0}; /* "", "Hello world!" */
   run_model(&r, &c, &a);
   gp__cpu_mode_set(GP__OP_ATTN_FWD, -1);
   gp__cpu_mode_set(GP__OP_GEMM, -1);

@@ -37,6 +37,10 @@ typedef struct minilm_options {
   int warp64;       /* cpu backend: run the width-64 builds of the dialect kernels */
   int unfused;      /* bias and GELU by a dialect kernel after plain GEMMs, not epilogues */
   int max_batch;    /* sentences per forward pass in minilm_embed (default 64) */
+  int chunk_tokens; /* minilm_forward runs the encoder over consecutive sequences of at
+                       most this many tokens at a time (a longer sequence alone); 0: the
+                       backend's choice (cpu: 1024, so a chunk's activations stay in the
+                       caches; GPUs: the whole batch) */
 } minilm_options_t;
 
 void minilm_options_init(minilm_options_t *o);

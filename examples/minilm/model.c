@@ -63,6 +63,7 @@ struct minilm_model {
   gp_stream_t stream;
   gp_kernel_t k[K_COUNT];
   int64_t ln_rows_per_block; /* rows a LayerNorm block normalises (k[K_LAYERNORM]'s geometry) */
+  int64_t chunk_tokens;      /* tokens of the sequences one encoder pass takes (opt.chunk_tokens) */
   int layers, hidden, inter, vocab_rows, max_pos;
   void *word, *pos, *type, *ln_g, *ln_b; /* embeddings, device */
   layer_t layer[MAX_LAYERS];
@@ -323,6 +324,11 @@ static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
   k32[K_LAYERNORM] = GP_KERNEL_REF(minilm_k_layernorm_rows);
   for (int i = 0; i < K_COUNT; i++) m->k[i] = warp64 ? k64[i] : k32[i];
   m->ln_rows_per_block = MINILM_THREADS;
+  /* Sequences are independent: the encoder over a few at a time keeps each GEMM's output
+   * (1024 x 1536 floats at most: 6 MiB) in the caches for the epilogue, the next GEMM and
+   * LayerNorm, where a whole batch of 64 x 128 tokens streams 50 MiB through memory at
+   * every step (measured, one thread: 1024 tokens 8% faster than 8192). */
+  m->chunk_tokens = m->opt.chunk_tokens > 0 ? m->opt.chunk_tokens : 1024;
   (void)err, (void)errlen;
 #else
   if (m->opt.warp64) {
@@ -332,6 +338,7 @@ static int pick_kernels(minilm_model_t *m, char *err, size_t errlen) {
   }
   for (int i = 0; i < K_COUNT; i++) m->k[i] = k32[i];
   m->ln_rows_per_block = MINILM_THREADS / m->k[K_LAYERNORM]->warp_size; /* a warp per row */
+  m->chunk_tokens = m->opt.chunk_tokens > 0 ? m->opt.chunk_tokens : INT64_MAX;
 #endif
   return 0;
 }
@@ -535,7 +542,8 @@ static gp_status_t check_batch(minilm_model_t *m, const minilm_batch_t *b, int32
   return GP_SUCCESS;
 }
 
-gp_status_t minilm_forward(minilm_model_t *m, const minilm_batch_t *b, float *out) {
+/* The encoder on the whole of batch b. */
+static gp_status_t forward_all(minilm_model_t *m, const minilm_batch_t *b, float *out) {
   int32_t *cu = malloc(sizeof(int32_t) * (size_t)(b->n > 0 ? b->n + 1 : 1));
   if (!cu) {
     set_err(m, "out of memory");
@@ -571,6 +579,29 @@ gp_status_t minilm_forward(minilm_model_t *m, const minilm_batch_t *b, float *ou
   TRY(launch(m, K_L2, (unsigned)b->n, 1, na));
   TRY(gp_memcpy_async(out, m->pooled, sizeof(float) * (size_t)b->n * hidden, m->stream));
   TRY(gp_stream_synchronize(m->stream));
+  return GP_SUCCESS;
+}
+
+gp_status_t minilm_forward(minilm_model_t *m, const minilm_batch_t *b, float *out) {
+  /* The whole batch checked first, so a failure names the caller's sequence index. */
+  int32_t *cu = malloc(sizeof(int32_t) * (size_t)(b->n > 0 ? b->n + 1 : 1));
+  if (!cu) {
+    set_err(m, "out of memory");
+    return GP_ERROR_OUT_OF_MEMORY;
+  }
+  const gp_status_t s = check_batch(m, b, cu);
+  const int64_t total = s == GP_SUCCESS ? cu[b->n] : 0;
+  free(cu);
+  if (s != GP_SUCCESS) return s;
+  if (total <= m->chunk_tokens) return forward_all(m, b, out);
+  for (int i = 0; i < b->n;) {
+    int64_t tokens = b->lens[i];
+    int k = 1;
+    while (i + k < b->n && tokens + b->lens[i + k] <= m->chunk_tokens) tokens += b->lens[i + k++];
+    const minilm_batch_t c = {k, b->max_len, b->ids + (size_t)i * b->max_len, b->lens + i};
+    TRY(forward_all(m, &c, out + (size_t)i * MINILM_DIM));
+    i += k;
+  }
   return GP_SUCCESS;
 }
 
