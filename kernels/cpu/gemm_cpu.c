@@ -37,8 +37,9 @@
  *    truncated.
  * k == 0 (also alpha == 0, reduced to k == 0 by src/gemm.c) never calls OpenBLAS:
  * C = beta * C (zeros when beta == 0) followed by the epilogue.
- * beta == 0: C is not read on either path (the direct path zeroes C before the call, so
- * a NaN in C cannot reach the result whatever OpenBLAS does with beta == 0).
+ * beta == 0: C is not read on either path (the direct path zeroes C before the call, or
+ * with an f32 bias writes the bias there and passes beta 1 (bias_first), so a NaN in C
+ * cannot reach the result whatever OpenBLAS does with beta == 0).
  */
 #include <cblas.h>
 #include <dlfcn.h>
@@ -262,6 +263,7 @@ static gp_status_t run_packed(const gp__gemm_params_t *p) {
 typedef struct activate_job {
   const gp__gemm_params_t *p;
   float *c;
+  bool bias_done; /* C already holds the bias (bias_first): the activation alone */
 } activate_job_t;
 
 /* One column of C with its bias: bias_vec[i] (an f32 bias along m, the row-major
@@ -284,6 +286,10 @@ static void activate_cols(void *ctx, int64_t c0, int64_t c1) {
   const activate_job_t *a = (const activate_job_t *)ctx;
   const gp__gemm_params_t *p = a->p;
   const bool vec = gp__cpu_gelu_vector();
+  if (a->bias_done) {
+    for (int64_t j = c0; j < c1; j++) activate_col(p, a->c + j * p->ldc, NULL, 0.0f, vec);
+    return;
+  }
   if (!p->bias_along_m) {
     for (int64_t j = c0; j < c1; j++)
       activate_col(p, a->c + j * p->ldc, NULL, gp__elem_load(p->bias, p->bias_type, j), vec);
@@ -302,18 +308,44 @@ static void activate_cols(void *ctx, int64_t c0, int64_t c1) {
 
 static void parallel_ranges(void (*fn)(void *, int64_t, int64_t), void *ctx, int64_t items, int64_t work_per_item);
 
+/* Whether the direct path writes the f32 bias into C and lets OpenBLAS add alpha AB to it
+ * (beta 1): with beta == 0 this replaces the zeroing of C, OpenBLAS's own pass over C for
+ * beta, and the bias pass of the epilogue with one store. OpenBLAS rounds bias + alpha AB
+ * in one operation or two where gemm_epilogue.h rounds alpha * acc, then adds the bias:
+ * at most an ulp of |alpha AB| apart, inside the bound the direct path already has
+ * (test_gemm.c: test_epilogue_bits). */
+static bool bias_first(const gp__gemm_params_t *p) {
+  return p->beta == 0.0f && p->epilogue != GP_EPILOGUE_NONE && p->bias_type == GP_F32;
+}
+
+/* C's columns of one batch entry set to the bias (f32, along m or n). */
+static void fill_bias(const gp__gemm_params_t *p, float *c) {
+  const float *bias = (const float *)p->bias;
+  for (int64_t j = 0; j < p->n; j++) {
+    float *col = c + j * p->ldc;
+    if (p->bias_along_m) {
+      memcpy(col, bias, (size_t)p->m * sizeof(float));
+    } else {
+      for (int64_t i = 0; i < p->m; i++) col[i] = bias[j];
+    }
+  }
+}
+
 static gp_status_t run_direct(const gp__gemm_params_t *p) {
+  const bool bias_in_c = bias_first(p);
   for (int64_t z = 0; z < p->batch; z++) {
     const float *a = (const float *)p->a + z * p->stride_a;
     const float *b = (const float *)p->b + z * p->stride_b;
     float *c = (float *)p->c + z * p->stride_c;
-    if (p->beta == 0.0f)
+    if (bias_in_c)
+      fill_bias(p, c);
+    else if (p->beta == 0.0f)
       for (int64_t j = 0; j < p->n; j++) memset(c + j * p->ldc, 0, (size_t)p->m * sizeof(float));
     cblas_sgemm(CblasColMajor, p->trans_a ? CblasTrans : CblasNoTrans,
                 p->trans_b ? CblasTrans : CblasNoTrans, (blasint)p->m, (blasint)p->n, (blasint)p->k,
-                p->alpha, a, (blasint)p->lda, b, (blasint)p->ldb, p->beta, c, (blasint)p->ldc);
-    if (p->epilogue != GP_EPILOGUE_NONE) {
-      activate_job_t job = {p, c};
+                p->alpha, a, (blasint)p->lda, b, (blasint)p->ldb, bias_in_c ? 1.0f : p->beta, c, (blasint)p->ldc);
+    if (p->epilogue != GP_EPILOGUE_NONE && !(bias_in_c && p->epilogue == GP_EPILOGUE_BIAS)) {
+      activate_job_t job = {p, c, bias_in_c};
       parallel_ranges(activate_cols, &job, p->n, p->m);
     }
   }
