@@ -144,6 +144,16 @@ __attribute__((target("avx2"))) static void store_bf16_avx2(uint16_t *dst, const
   }
   store_bf16_scalar(dst + i, x + i, n - i);
 }
+
+/* x[0..n) rounded to f16 with F16C: IEEE round to nearest even, NaNs quieted with their
+ * payload's top bits kept, as gp_f16_from_f32 rounds (test_half_bits checks the bits). */
+__attribute__((target("avx,f16c"))) static void store_f16_f16c(uint16_t *dst, const float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; i++) dst[i] = gp_f16_from_f32(x[i]).bits;
+}
 #endif
 
 /* Column j's values x[0..mb) (before rounding) stored at rows [i0, i0 + mb) of C. */
@@ -156,6 +166,10 @@ static void store_col(const gp__gemm_params_t *p, void *c, int64_t i0, int64_t j
     if (gp__cpu_convert_vector(GP_BF16)) return store_bf16_avx2((uint16_t *)c + off, x, mb);
 #endif
     store_bf16_scalar((uint16_t *)c + off, x, mb);
+#if HAVE_X86_CONVERT
+  } else if (p->c_type == GP_F16 && gp__cpu_convert_vector(GP_F16)) {
+    store_f16_f16c((uint16_t *)c + off, x, mb);
+#endif
   } else {
     for (int64_t i = 0; i < mb; i++) gp__elem_store(c, p->c_type, off + i, x[i]);
   }
