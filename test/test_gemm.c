@@ -1547,6 +1547,24 @@ START_TEST(test_half_panels) {
   gp__gemm_cpu_set_panel_floats(0);
   gp__cpu_convert_set(-1);
   g_scalar = false;
+  /* At the default panel size, products large enough for the helper threads (with
+   * GP_CPU_THREADS > 1) to share the conversion and each panel's finish: one panel of
+   * 300 x 520, and 1100 x 1000 cut into panels of 1048 rows and a last of 52. */
+  for (int v = 0; v < 2; v++) {
+    set_mode(MODE_DEFAULT);
+    g_half = GP__CPU_CONVERT;
+    gp__cpu_mode_set(GP__OP_GEMM, g_half);
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.layout = GP_COL_MAJOR;
+    cs.ab = v ? GP_F16 : GP_BF16, cs.c = cs.ab;
+    cs.ta = v ? GP_OP_T : GP_OP_N, cs.tb = v ? GP_OP_N : GP_OP_T;
+    cs.m = v ? 1100 : 300, cs.n = v ? 1000 : 520, cs.k = v ? 40 : 260;
+    cs.epi = v ? GP_EPILOGUE_BIAS_GELU : GP_EPILOGUE_NONE;
+    cs.beta = v ? 0.0f : 0.5f;
+    cs.id = id++;
+    run_case(&cs);
+  }
   set_mode(MODE_DEFAULT);
 }
 END_TEST

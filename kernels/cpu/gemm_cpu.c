@@ -561,8 +561,10 @@ static convert_job_t convert_plan(float *dst, const void *x, int type, int64_t l
                          trans ? rb : qb, ld, vector};
 }
 
-/* Both operands' blocks converted in one parallel loop over their columns together
- * (one set of helper threads per pair). */
+/* Both operands' blocks converted in one parallel loop (one set of helper threads per
+ * pair) over CONVERT_SLICES slices, slice s being the same share of each operand's
+ * columns: the threads' shares of the work are equal whatever the operands' shapes. */
+#define CONVERT_SLICES 64
 typedef struct convert_pair {
   convert_job_t j[2];
 } convert_pair_t;
@@ -574,18 +576,18 @@ static void convert_cols(const convert_job_t *j, int64_t c0, int64_t c1) {
                         j->rows, j->vector);
 }
 
-static void convert_pair_cols(void *ctx, int64_t c0, int64_t c1) {
+static void convert_pair_slices(void *ctx, int64_t s0, int64_t s1) {
   const convert_pair_t *pr = (const convert_pair_t *)ctx;
-  const int64_t na = pr->j[0].cols;
-  if (c0 < na) convert_cols(&pr->j[0], c0, min64(c1, na));
-  if (c1 > na) convert_cols(&pr->j[1], c0 > na ? c0 - na : 0, c1 - na);
+  for (int i = 0; i < 2; i++) {
+    const convert_job_t *j = &pr->j[i];
+    convert_cols(j, j->cols * s0 / CONVERT_SLICES, j->cols * s1 / CONVERT_SLICES);
+  }
 }
 
 static void convert_both(const convert_job_t *a, const convert_job_t *b) {
   convert_pair_t pr = {{*a, *b}};
-  const int64_t cols = a->cols + b->cols;
   const int64_t elems = a->cols * a->rows + b->cols * b->rows;
-  if (cols > 0) parallel_ranges(convert_pair_cols, &pr, cols, elems / cols);
+  parallel_ranges(convert_pair_slices, &pr, CONVERT_SLICES, elems / CONVERT_SLICES);
 }
 
 /* The finish of a panel of C, split by columns over the helper threads. */
