@@ -1021,6 +1021,8 @@ START_TEST(test_every_kernel) {
     cs.id = id++;
     run_case(&cs);
   }
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
   set_mode(MODE_DEFAULT);
 }
 END_TEST
@@ -1550,10 +1552,13 @@ START_TEST(test_half_panels) {
   /* At the default panel size, products large enough for the helper threads (with
    * GP_CPU_THREADS > 1) to share the conversion and each panel's finish: one panel of
    * 300 x 520, and 1100 x 1000 cut into panels of 1048 rows and a last of 52. */
-  for (int v = 0; v < 2; v++) {
+  for (int w = 0; w < 4; w++) {
+    const int v = w & 1;
     set_mode(MODE_DEFAULT);
     g_half = GP__CPU_CONVERT;
+    g_scalar = w >= 2;
     gp__cpu_mode_set(GP__OP_GEMM, g_half);
+    gp__cpu_convert_set(g_scalar ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
     gemm_case_t cs = base_case();
     cs.api = API_EX;
     cs.layout = GP_COL_MAJOR;
@@ -1565,6 +1570,8 @@ START_TEST(test_half_panels) {
     cs.id = id++;
     run_case(&cs);
   }
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
   set_mode(MODE_DEFAULT);
 }
 END_TEST
