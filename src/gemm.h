@@ -23,6 +23,13 @@ extern "C" {
  * beyond it the CPU path splits the problem into tiles. Tests may lower it to exercise
  * the splitting at small sizes (0 restores the real limit). */
 void gp__gemm_cpu_set_blas_limit(int64_t limit);
+/* Largest f32 panel of C (in floats) the f16/bf16 path makes and finishes at a time,
+ * sized to stay in cache; tests lower it to cut small products into many panels (0
+ * restores the default). */
+void gp__gemm_cpu_set_panel_floats(int64_t floats);
+/* The f16/bf16 conversion path's plan for p: blocks mb, nb, kb (operands converted once
+ * per block) and the panel pm x pn of C made and finished at a time, in plan[0..5). */
+void gp__gemm_cpu_half_plan(const gp__gemm_params_t *p, int64_t plan[5]);
 
 /* The paths of the host GEMM (kernels/cpu/gemm_cpu.c says what each does). */
 typedef enum gp__gemm_cpu_path {

@@ -1158,6 +1158,8 @@ START_TEST(test_every_kernel) {
     cs.id = id++;
     run_case(&cs);
   }
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
   set_mode(MODE_DEFAULT);
 }
 END_TEST
@@ -1623,6 +1625,94 @@ START_TEST(test_half_paths) {
 }
 END_TEST
 
+/* The conversion path's panels of C: the shorter side kept whole and the longer cut at
+ * model shapes, and at a lowered panel size both cut; every product cut so (m and n not
+ * multiples of the panel, both directions, transposes, row-major (C^T), batches, beta,
+ * bias and GELU epilogues, k blocks under a lowered BLAS limit, f16 and bf16 with half
+ * and f32 outputs) checked against the reference. */
+START_TEST(test_half_panels) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  enum { PANEL = 97 };
+  int64_t plan[5];
+  gp__gemm_params_t pp;
+  memset(&pp, 0, sizeof pp);
+  pp.ab_type = GP_BF16, pp.m = 1536, pp.n = 4096, pp.k = 384;
+  gp__gemm_cpu_half_plan(&pp, plan);
+  ck_assert_msg(plan[0] == 1536 && plan[1] == 4096 && plan[2] == 384, "one block: %lld %lld %lld",
+                (long long)plan[0], (long long)plan[1], (long long)plan[2]);
+  ck_assert_msg(plan[3] == 1536 && plan[4] > 0 && plan[4] < 4096 && plan[3] * plan[4] <= ((int64_t)1 << 20),
+                "m whole, n cut: panel %lld x %lld", (long long)plan[3], (long long)plan[4]);
+  pp.m = 4096, pp.n = 1536;
+  gp__gemm_cpu_half_plan(&pp, plan);
+  ck_assert_msg(plan[4] == 1536 && plan[3] > 0 && plan[3] < 4096, "n whole, m cut: panel %lld x %lld",
+                (long long)plan[3], (long long)plan[4]);
+  pp.m = 300, pp.n = 200;
+  gp__gemm_cpu_half_plan(&pp, plan);
+  ck_assert_msg(plan[3] == 300 && plan[4] == 200, "a small product is one panel");
+  gp__gemm_cpu_set_panel_floats(PANEL);
+  pp.m = 70, pp.n = 23, pp.k = 19;
+  gp__gemm_cpu_half_plan(&pp, plan);
+  ck_assert_msg(plan[3] < 70 && plan[4] < 23 && plan[3] * plan[4] <= PANEL && 70 % plan[3] && 23 % plan[4],
+                "lowered: panel %lld x %lld", (long long)plan[3], (long long)plan[4]);
+  unsigned id = 1700;
+  const int types[4] = {3, 1, 4, 2}; /* bf16->bf16, f16->f16, bf16->f32, f16->f32 */
+  for (int t = 0; t < 8; t++)
+    for (int v = 0; v < 8; v++) {
+      set_mode(MODE_DEFAULT);
+      g_half = GP__CPU_CONVERT;
+      g_scalar = t >= 4; /* the scalar conversion and rounding too */
+      gp__cpu_mode_set(GP__OP_GEMM, g_half);
+      gp__cpu_convert_set(g_scalar ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
+      gemm_case_t cs = base_case();
+      cs.api = API_EX;
+      cs.ab = k_types[types[t % 4]].ab, cs.c = k_types[types[t % 4]].c;
+      cs.layout = v & 4 ? GP_ROW_MAJOR : GP_COL_MAJOR;
+      cs.ta = v & 1 ? GP_OP_T : GP_OP_N, cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.m = v & 1 ? 70 : 21, cs.n = v & 1 ? 23 : 75, cs.k = 19 + 7 * (t % 4);
+      cs.pad_a = 1, cs.pad_b = v, cs.pad_c = 3;
+      cs.beta = v & 2 ? 0.0f : 0.25f;
+      cs.epi = v == 1 || v == 4 ? GP_EPILOGUE_BIAS_GELU : v == 2 ? GP_EPILOGUE_BIAS : GP_EPILOGUE_NONE;
+      cs.bias_type = v == 2 ? cs.c : GP_F32;
+      cs.batch = v == 3 || v == 4 ? 3 : 1;
+      gp__gemm_cpu_set_panel_floats(PANEL);
+      if (v == 6) { /* k blocks of 16: each panel converts its part of each */
+        gp__gemm_cpu_set_blas_limit(16);
+        cs.k = 45;
+      }
+      cs.id = id++;
+      run_case(&cs);
+      gp__gemm_cpu_set_blas_limit(0);
+    }
+  gp__gemm_cpu_set_panel_floats(0);
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
+  /* At the default panel size, products large enough for the helper threads (with
+   * GP_CPU_THREADS > 1) to share the conversion and each panel's finish: one panel of
+   * 300 x 520, and 1100 x 1000 cut into panels of 1048 rows and a last of 52. */
+  for (int w = 0; w < 4; w++) {
+    const int v = w & 1;
+    set_mode(MODE_DEFAULT);
+    g_half = GP__CPU_CONVERT;
+    g_scalar = w >= 2;
+    gp__cpu_mode_set(GP__OP_GEMM, g_half);
+    gp__cpu_convert_set(g_scalar ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.layout = GP_COL_MAJOR;
+    cs.ab = v ? GP_F16 : GP_BF16, cs.c = cs.ab;
+    cs.ta = v ? GP_OP_T : GP_OP_N, cs.tb = v ? GP_OP_N : GP_OP_T;
+    cs.m = v ? 1100 : 300, cs.n = v ? 1000 : 520, cs.k = v ? 40 : 260;
+    cs.epi = v ? GP_EPILOGUE_BIAS_GELU : GP_EPILOGUE_NONE;
+    cs.beta = v ? 0.0f : 0.5f;
+    cs.id = id++;
+    run_case(&cs);
+  }
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
+  set_mode(MODE_DEFAULT);
+}
+END_TEST
+
 /* The forced paths and the vector/scalar conversion give the same bits as the portable
  * kernel on products every order of summation gives exactly (k = 1, as
  * test_epilogue_bits), for bf16 and f16 outputs with beta and an epilogue. */
@@ -1736,6 +1826,7 @@ static Suite *gemm_suite(void) {
   tcase_set_timeout(th, 120);
   tcase_add_test(th, test_convert_all_values);
   tcase_add_test(th, test_half_paths);
+  tcase_add_test(th, test_half_panels);
   tcase_add_test(th, test_half_bits);
   suite_add_tcase(s, th);
 #endif

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <gpuport.h>
 #include "check_util.h"
@@ -432,6 +433,141 @@ START_TEST(freed_device_memory_refused) {
 }
 END_TEST
 
+static void fill_check(char *d, size_t bytes, int value) {
+  char *h = malloc(bytes), *back = malloc(bytes);
+  ck_assert_ptr_nonnull(h);
+  ck_assert_ptr_nonnull(back);
+  memset(h, value, bytes);
+  OK(gp_memcpy(d, h, bytes));
+  OK(gp_memcpy(back, d, bytes));
+  ck_assert_int_eq(memcmp(h, back, bytes), 0);
+  free(h), free(back);
+}
+
+/* Large allocations on the cpu backend start a 256-byte header into a 2 MiB page (whole
+ * huge pages); small ones keep the 256-byte alignment alone. Both are usable to their
+ * last byte, free as usual, and a freed large one is refused like any other. */
+START_TEST(large_blocks) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(!is_cpu(), "the GPU backends' allocator is the native runtime's");
+  const size_t mib = (size_t)1 << 20, sizes[4] = {2 * mib, 5 * mib + 1000, 2 * mib - 257, 4096};
+  for (int i = 0; i < 4; i++) {
+    char *p = NULL, host[16] = {0};
+    OK(gp_malloc((void **)&p, sizes[i]));
+    ck_assert_uint_eq((uintptr_t)p % 256, 0);
+    if (sizes[i] >= 2 * mib) ck_assert_uint_eq((uintptr_t)p % (2 * mib), 256);
+    fill_check(p, sizes[i], 0x5a + i);
+    OK(gp_free(p));
+    FAILS(gp_memcpy(p + sizes[i] - 1, host, 1), GP_ERROR_INVALID_VALUE, "'dst'");
+  }
+  still_usable();
+}
+END_TEST
+
+/* Whether this kernel moves pages with mremap(MREMAP_DONTUNMAP) (5.13 and later for any
+ * private anonymous mapping): where it does, the cpu backend must reuse a freed large
+ * block's pages. */
+static bool kernel_moves_pages(void) {
+  const size_t sz = (size_t)2 << 20;
+  char *a = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (a == MAP_FAILED) return false;
+  a[0] = 1;
+  void *b = mremap(a, sz, sz, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+  const bool ok = b != MAP_FAILED && ((char *)b)[0] == 1;
+  if (b != MAP_FAILED) munmap(b, sz);
+  munmap(a, sz);
+  return ok;
+}
+
+/* The first of p[0..n) that is not value, or n (one check, not one per byte). */
+static size_t first_not(const char *p, size_t n, char value) {
+  size_t i = 0;
+  while (i < n && p[i] == value) i++;
+  return i;
+}
+
+/* A freed large block's pages go to the next large allocation, whole or in part: its
+ * bytes are the freed block's, at the same offsets (the block is whole pages from the
+ * header on), while the freed pointer is still refused. */
+START_TEST(large_blocks_reuse_pages) {
+  NEED_DEVICES(1, n);
+  SKIP_IF(!is_cpu(), "the GPU backends' allocator is the native runtime's");
+  const size_t mib = (size_t)1 << 20, big = 5 * mib + 1000, part = 3 * mib;
+  char *p = NULL, *q = NULL, *r = NULL, *u = NULL, host[16] = {0};
+  OK(gp_device_synchronize());
+  OK(gp_malloc((void **)&p, big));
+  fill_check(p, big, 0x5a);
+  OK(gp_free(p));
+  OK(gp_malloc((void **)&q, big));
+  ck_assert_ptr_ne(q, p);
+  FAILS(gp_memcpy(p, host, sizeof host), GP_ERROR_INVALID_VALUE, "'dst'");
+  char *back = malloc(big);
+  ck_assert_ptr_nonnull(back);
+  OK(gp_memcpy(back, q, big));
+  const bool moves = kernel_moves_pages();
+  printf("  large blocks: this kernel %s pages with mremap\n", moves ? "moves" : "does not move");
+  if (moves) {
+    const size_t bad = first_not(back, big, 0x5a);
+    ck_assert_msg(bad == big, "byte %zu of the reused block is %d, not the freed block's", bad, back[bad]);
+  }
+  fill_check(q, big, 0x21);
+  OK(gp_free(q));
+  /* 3 MiB takes 4 MiB of the 6 pooled; the next takes the other 2 and faults the rest. */
+  OK(gp_malloc((void **)&r, part));
+  OK(gp_malloc((void **)&u, part));
+  OK(gp_memcpy(back, r, part));
+  if (moves) {
+    const size_t bad = first_not(back, part, 0x21);
+    ck_assert_msg(bad == part, "byte %zu of a partly reused block is %d", bad, back[bad]);
+  }
+  fill_check(r, part, 0x33);
+  fill_check(u, part, 0x44);
+  OK(gp_free(r));
+  OK(gp_free(u));
+  free(back);
+  still_usable();
+}
+END_TEST
+
+/* Threads allocating, filling and freeing large blocks at once: the pool's runs are
+ * taken and returned concurrently, each block's contents stay its own. */
+static void *large_worker(void *arg) {
+  long *fails = arg;
+  const size_t bytes = ((size_t)3 << 20) + 4096 * (size_t)(*fails);
+  const int value = (int)(0x10 + *fails);
+  *fails = 0;
+  char *h = malloc(bytes), *back = malloc(bytes);
+  if (h == NULL || back == NULL) {
+    *fails = 1;
+  }
+  for (int it = 0; it < 12 && *fails == 0; it++) {
+    void *d = NULL;
+    memset(h, value + it, bytes);
+    if (gp_malloc(&d, bytes) != GP_SUCCESS || gp_memcpy(d, h, bytes) != GP_SUCCESS ||
+        gp_memcpy(back, d, bytes) != GP_SUCCESS || memcmp(h, back, bytes) != 0 || gp_free(d) != GP_SUCCESS)
+      *fails = 1;
+  }
+  free(h), free(back);
+  return NULL;
+}
+
+START_TEST(threads_large_blocks) {
+  NEED_DEVICES(1, n);
+  enum { T = 4 };
+  pthread_t t[T];
+  long fails[T];
+  for (int i = 0; i < T; i++) {
+    fails[i] = i;
+    ck_assert_int_eq(pthread_create(&t[i], NULL, large_worker, &fails[i]), 0);
+  }
+  for (int i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    ck_assert_int_eq(fails[i], 0);
+  }
+  still_usable();
+}
+END_TEST
+
 /* Memory gpuport neither allocated nor registered (malloc, the stack) is not device memory: a
  * set or a peer copy of it fails (cudaMemset, cudaMemcpyPeer: cudaErrorInvalidValue), naming
  * the argument and saying so. Pinned, managed and registered host memory are device-accessible. */
@@ -788,6 +924,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, memset_family);
   tcase_add_test(tc, pointer_attributes);
   tcase_add_test(tc, threads_alloc_free);
+  tcase_add_test(tc, large_blocks);
+  tcase_add_test(tc, large_blocks_reuse_pages);
+  tcase_add_test(tc, threads_large_blocks);
   tcase_add_test(tc, freed_device_memory_refused);
   tcase_add_test(tc, host_memory_is_not_device_memory);
   tcase_add_test(tc, memcpy_async_pageable_source_staged);

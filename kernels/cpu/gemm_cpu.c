@@ -16,9 +16,11 @@
  *    blocks as large as a per-thread workspace allows (the whole problem at model
  *    shapes); each block of A and B, as stored, is converted once to f32 (F16C for f16,
  *    AVX2 for bf16 where the processor has them, chosen at run time; plain C otherwise or
- *    with GP_CPU_CONVERT=scalar), split over GP_CPU_THREADS threads, and multiplied with
- *    one cblas_sgemm that keeps the caller's transposes (OpenBLAS packs for its own
- *    kernels: a second packing here only costs). bf16 may instead go to cblas_sbgemm on
+ *    with GP_CPU_CONVERT=scalar), both in one loop split over GP_CPU_THREADS threads.
+ *    The block's product is then made a panel of C at a time (half_panel: small enough to
+ *    stay in cache, so the finish reads it from there), each with one cblas_sgemm that
+ *    keeps the caller's transposes (OpenBLAS packs for its own kernels: a second packing
+ *    here only costs). bf16 may instead go to cblas_sbgemm on
  *    the caller's memory: host measures both once per process on this machine and takes
  *    the faster (without AVX512-BF16 OpenBLAS's sbgemm is a slow generic kernel);
  *    GP_CPU_GEMM=convert and sbgemm force either. The f32 product (alpha 1, beta 0, k
@@ -117,21 +119,41 @@ static void store_bf16_scalar(uint16_t *dst, const float *x, int64_t n) {
 #include <immintrin.h>
 #define HAVE_X86_CONVERT 1
 
-__attribute__((target("avx2"))) static void store_bf16_avx2(uint16_t *dst, const float *x, int64_t n) {
+/* Eight floats rounded as gp_bf16_from_f32 rounds, each in the low half of its lane. */
+__attribute__((target("avx2"))) static inline __m256i round_bf16_avx2(__m256i u) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
   const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+  const __m256i hi = _mm256_srli_epi32(u, 16);
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+  return _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
+}
+
+/* Sixteen at a time (two vectors packed into one store: the pack and the store are the
+ * loop's cost), then eight, then the scalar tail. */
+__attribute__((target("avx2"))) static void store_bf16_avx2(uint16_t *dst, const float *x, int64_t n) {
   int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i v0 = round_bf16_avx2(_mm256_loadu_si256((const __m256i *)(x + i)));
+    const __m256i v1 = round_bf16_avx2(_mm256_loadu_si256((const __m256i *)(x + i + 8)));
+    _mm256_storeu_si256((__m256i *)(dst + i), _mm256_permute4x64_epi64(_mm256_packus_epi32(v0, v1), 0xd8));
+  }
   for (; i + 8 <= n; i += 8) {
-    const __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), odd), 16);
-    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
-    const __m256i v = _mm256_blendv_epi8(r, q, nan);
+    const __m256i v = round_bf16_avx2(_mm256_loadu_si256((const __m256i *)(x + i)));
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0xd8);
     _mm_storeu_si128((__m128i *)(dst + i), _mm256_castsi256_si128(packed));
   }
   store_bf16_scalar(dst + i, x + i, n - i);
+}
+
+/* x[0..n) rounded to f16 with F16C: IEEE round to nearest even, NaNs quieted with their
+ * payload's top bits kept, as gp_f16_from_f32 rounds (test_half_bits checks the bits). */
+__attribute__((target("avx,f16c"))) static void store_f16_f16c(uint16_t *dst, const float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; i++) dst[i] = gp_f16_from_f32(x[i]).bits;
 }
 #endif
 
@@ -145,6 +167,10 @@ static void store_col(const gp__gemm_params_t *p, void *c, int64_t i0, int64_t j
     if (gp__cpu_convert_vector(GP_BF16)) return store_bf16_avx2((uint16_t *)c + off, x, mb);
 #endif
     store_bf16_scalar((uint16_t *)c + off, x, mb);
+#if HAVE_X86_CONVERT
+  } else if (p->c_type == GP_F16 && gp__cpu_convert_vector(GP_F16)) {
+    store_f16_f16c((uint16_t *)c + off, x, mb);
+#endif
   } else {
     for (int64_t i = 0; i < mb; i++) gp__elem_store(c, p->c_type, off + i, x[i]);
   }
@@ -516,18 +542,58 @@ static float *ws_get(size_t floats) {
   return w->p;
 }
 
-/* Block sizes: the whole problem where the workspace allows, each extent within
- * blasint; the largest extent halved until the blocks fit. */
-static void half_blocks(const gp__gemm_params_t *p, bool convert, int64_t *mb, int64_t *nb, int64_t *kb) {
+/* The f32 product is made and finished a panel of C at a time, so the rounding pass
+ * reads it from cache, not from memory: at most g_panel_floats f32 (4 MiB: a share of
+ * the L3 cache, a few times the L2), reused for every panel. 0: HALF_PANEL_FLOATS; tests
+ * lower it to cut small products into many panels. */
+#define HALF_PANEL_FLOATS ((int64_t)1 << 20)
+#define HALF_PANEL_MIN 32 /* the shorter side of a panel at least, where C has it */
+static _Atomic int64_t g_panel_floats = 0;
+
+void gp__gemm_cpu_set_panel_floats(int64_t floats) {
+  atomic_store_explicit(&g_panel_floats, floats > 0 && floats < HALF_PANEL_FLOATS ? floats : 0,
+                        memory_order_relaxed);
+}
+
+static int64_t panel_floats(void) {
+  const int64_t f = atomic_load_explicit(&g_panel_floats, memory_order_relaxed);
+  return f > 0 ? f : HALF_PANEL_FLOATS;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Block sizes: the whole problem where the workspace allows (both operands converted
+ * once), each extent within blasint; the largest extent halved until the blocks fit. */
+static void half_blocks(const gp__gemm_params_t *p, bool convert, int64_t panel, int64_t *mb, int64_t *nb,
+                        int64_t *kb) {
   const int64_t lim = blas_limit();
-  *mb = p->m < lim ? p->m : lim;
-  *nb = p->n < lim ? p->n : lim;
-  *kb = p->k < lim ? p->k : lim;
+  *mb = min64(p->m, lim);
+  *nb = min64(p->n, lim);
+  *kb = min64(p->k, lim);
   for (;;) {
-    const int64_t need = (convert ? *mb * *kb + *kb * *nb : 0) + *mb * *nb;
+    const int64_t need = (convert ? *mb * *kb + *kb * *nb : 0) + panel;
     if (need <= HALF_WS_FLOATS || (*mb <= 64 && *nb <= 64 && *kb <= 64)) return;
     int64_t *big = *mb >= *nb && *mb >= *kb ? mb : *nb >= *kb ? nb : kb;
     *big = (*big + 1) / 2;
+  }
+}
+
+/* A panel of a block of mb x nb within floats: OpenBLAS packs op(B) once per call and
+ * op(A) once per call too (its column blocks are wider than these panels), so cutting
+ * along n repacks op(A) per panel and along m op(B): the panel keeps the shorter side
+ * whole (up to what leaves the longer at least HALF_PANEL_MIN) and cuts the longer. */
+static void half_panel(int64_t mb, int64_t nb, int64_t floats, int64_t *pm, int64_t *pn) {
+  if (mb * nb <= floats) {
+    *pm = mb, *pn = nb;
+    return;
+  }
+  const int64_t side_max = floats / HALF_PANEL_MIN > 0 ? floats / HALF_PANEL_MIN : 1;
+  if (mb <= nb) {
+    *pm = min64(mb, side_max);
+    *pn = min64(nb, floats / *pm > 0 ? floats / *pm : 1);
+  } else {
+    *pn = min64(nb, side_max);
+    *pm = min64(mb, floats / *pn > 0 ? floats / *pn : 1);
   }
 }
 
@@ -537,31 +603,50 @@ typedef struct convert_job {
   float *dst;
   const void *src;
   int type;
-  int64_t rows, ld;
+  int64_t rows, cols, ld;
   bool vector;
 } convert_job_t;
 
-static void convert_cols(void *ctx, int64_t c0, int64_t c1) {
-  const convert_job_t *j = (const convert_job_t *)ctx;
+/* Block (r0, q0) of rb x qb of op(X) as stored (rows of the stored matrix are op's rows
+ * unless trans), to be converted into dst with leading dimension its stored rows. */
+static convert_job_t convert_plan(float *dst, const void *x, int type, int64_t ld, int32_t trans, int64_t r0,
+                                  int64_t q0, int64_t rb, int64_t qb, bool vector) {
+  const int64_t srow0 = trans ? q0 : r0, scol0 = trans ? r0 : q0;
+  const size_t es = gp_dtype_size((gp_dtype_t)type);
+  return (convert_job_t){dst, (const char *)x + (size_t)(srow0 + scol0 * ld) * es, type, trans ? qb : rb,
+                         trans ? rb : qb, ld, vector};
+}
+
+/* Both operands' blocks converted in one parallel loop (one set of helper threads per
+ * pair) over CONVERT_SLICES slices, slice s being the same share of each operand's
+ * columns: the threads' shares of the work are equal whatever the operands' shapes. */
+#define CONVERT_SLICES 64
+typedef struct convert_pair {
+  convert_job_t j[2];
+} convert_pair_t;
+
+static void convert_cols(const convert_job_t *j, int64_t c0, int64_t c1) {
   const size_t es = gp_dtype_size((gp_dtype_t)j->type);
   for (int64_t c = c0; c < c1; c++)
     gp__cpu_convert_f32(j->dst + c * j->rows, (const char *)j->src + (size_t)(c * j->ld) * es, j->type,
                         j->rows, j->vector);
 }
 
-/* Block (r0, q0) of rb x qb of op(X) as stored: rows of the stored matrix are op's rows
- * unless trans. Converted into dst with leading dimension *ld_out (its stored rows). */
-static void convert_block(float *dst, const void *x, int type, int64_t ld, int32_t trans, int64_t r0,
-                          int64_t q0, int64_t rb, int64_t qb, bool vector, int64_t *ld_out) {
-  const int64_t srow0 = trans ? q0 : r0, scol0 = trans ? r0 : q0;
-  const int64_t rows = trans ? qb : rb, cols = trans ? rb : qb;
-  const size_t es = gp_dtype_size((gp_dtype_t)type);
-  convert_job_t job = {dst, (const char *)x + (size_t)(srow0 + scol0 * ld) * es, type, rows, ld, vector};
-  parallel_ranges(convert_cols, &job, cols, rows);
-  *ld_out = rows;
+static void convert_pair_slices(void *ctx, int64_t s0, int64_t s1) {
+  const convert_pair_t *pr = (const convert_pair_t *)ctx;
+  for (int i = 0; i < 2; i++) {
+    const convert_job_t *j = &pr->j[i];
+    convert_cols(j, j->cols * s0 / CONVERT_SLICES, j->cols * s1 / CONVERT_SLICES);
+  }
 }
 
-/* The finish of a block of C, split by columns over the helper threads. */
+static void convert_both(const convert_job_t *a, const convert_job_t *b) {
+  convert_pair_t pr = {{*a, *b}};
+  const int64_t elems = a->cols * a->rows + b->cols * b->rows;
+  parallel_ranges(convert_pair_slices, &pr, CONVERT_SLICES, elems / CONVERT_SLICES);
+}
+
+/* The finish of a panel of C, split by columns over the helper threads. */
 typedef struct finish_job {
   const gp__gemm_params_t *p;
   void *c;
@@ -580,48 +665,101 @@ static const void *op_at(const void *x, int type, int64_t ld, int32_t trans, int
   return (const char *)x + (size_t)off * gp_dtype_size((gp_dtype_t)type);
 }
 
+/* A half product's state: the caller's parameters, the workspace's parts and sizes. */
+typedef struct half_run {
+  const gp__gemm_params_t *p;
+  bool sbgemm, vec;
+  int64_t mb, nb, kb, pm, pn;
+  float *acc, *ap, *bp;
+} half_run_t;
+
+/* Panel [i0, i0 + mi) x [j0, j0 + nj) of batch entry (a, b, c): the k blocks accumulated
+ * into the f32 panel, then finished. ap/bp hold the block's op(A) rows from bi0 and op(B)
+ * columns from bj0 already converted (whole: one k block), or NULL to convert the
+ * panel's part of each k block here. */
+static void half_panel_run(const half_run_t *h, const void *a, const void *b, void *c, int64_t i0, int64_t j0,
+                           int64_t mi, int64_t nj, int64_t bi0, int64_t bj0, int64_t lda_w, int64_t ldb_w,
+                           bool whole) {
+  const gp__gemm_params_t *p = h->p;
+  const int type = p->ab_type;
+  const CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;
+  for (int64_t p0 = 0; p0 < p->k; p0 += h->kb) {
+    const int64_t kp = min64(p->k - p0, h->kb);
+    const float beta = p0 == 0 ? 0.0f : 1.0f;
+    if (h->sbgemm) {
+      g_sbgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f,
+               (const bfloat16 *)op_at(a, type, p->lda, p->trans_a, i0, p0), (blasint)p->lda,
+               (const bfloat16 *)op_at(b, type, p->ldb, p->trans_b, p0, j0), (blasint)p->ldb, beta, h->acc,
+               (blasint)mi);
+      continue;
+    }
+    const float *pa = h->ap, *pb = h->bp;
+    int64_t lda_f = lda_w, ldb_f = ldb_w;
+    if (whole) { /* the panel's rows and columns within the converted block */
+      pa += p->trans_a ? (i0 - bi0) * lda_f : i0 - bi0;
+      pb += p->trans_b ? j0 - bj0 : (j0 - bj0) * ldb_f;
+    } else {
+      const convert_job_t ja = convert_plan(h->ap, a, type, p->lda, p->trans_a, i0, p0, mi, kp, h->vec);
+      const convert_job_t jb = convert_plan(h->bp, b, type, p->ldb, p->trans_b, p0, j0, kp, nj, h->vec);
+      convert_both(&ja, &jb);
+      lda_f = ja.rows, ldb_f = jb.rows;
+    }
+    cblas_sgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f, pa, (blasint)lda_f, pb,
+                (blasint)ldb_f, beta, h->acc, (blasint)mi);
+  }
+  finish_job_t f = {p, c, i0, j0, mi, h->acc};
+  parallel_ranges(finish_cols, &f, nj, mi);
+}
+
+/* Block [i0, i0 + mi) x [j0, j0 + nj): its operands converted once where one k block
+ * covers k, then its panels. */
+static void half_block_run(const half_run_t *h, const void *a, const void *b, void *c, int64_t i0, int64_t j0,
+                           int64_t mi, int64_t nj) {
+  const gp__gemm_params_t *p = h->p;
+  const bool whole = !h->sbgemm && h->kb == p->k;
+  int64_t lda_w = 0, ldb_w = 0;
+  if (whole) {
+    const convert_job_t ja = convert_plan(h->ap, a, p->ab_type, p->lda, p->trans_a, i0, 0, mi, p->k, h->vec);
+    const convert_job_t jb = convert_plan(h->bp, b, p->ab_type, p->ldb, p->trans_b, 0, j0, p->k, nj, h->vec);
+    convert_both(&ja, &jb);
+    lda_w = ja.rows, ldb_w = jb.rows;
+  }
+  for (int64_t pj = j0; pj < j0 + nj; pj += h->pn)
+    for (int64_t pi = i0; pi < i0 + mi; pi += h->pm)
+      half_panel_run(h, a, b, c, pi, pj, min64(i0 + mi - pi, h->pm), min64(j0 + nj - pj, h->pn), i0, j0, lda_w,
+                     ldb_w, whole);
+}
+
+/* The blocks and panels of a half product: one place for run_half and the tests. */
+static void half_plan(const gp__gemm_params_t *p, bool sbgemm, half_run_t *h) {
+  const int64_t panel = panel_floats();
+  half_blocks(p, !sbgemm, panel, &h->mb, &h->nb, &h->kb);
+  half_panel(h->mb, h->nb, panel, &h->pm, &h->pn);
+}
+
+void gp__gemm_cpu_half_plan(const gp__gemm_params_t *p, int64_t plan[5]) {
+  half_run_t h = {.p = p};
+  half_plan(p, false, &h);
+  plan[0] = h.mb, plan[1] = h.nb, plan[2] = h.kb, plan[3] = h.pm, plan[4] = h.pn;
+}
+
 static gp_status_t run_half(const gp__gemm_params_t *p, bool sbgemm) {
-  int64_t mb, nb, kb;
-  half_blocks(p, !sbgemm, &mb, &nb, &kb);
-  const size_t floats = (size_t)((sbgemm ? 0 : mb * kb + kb * nb) + mb * nb);
+  half_run_t h = {.p = p, .sbgemm = sbgemm, .vec = gp__cpu_convert_vector(p->ab_type)};
+  half_plan(p, sbgemm, &h);
+  const size_t acc_floats = (size_t)(h.pm * h.pn), a_floats = sbgemm ? 0 : (size_t)(h.mb * h.kb);
+  const size_t floats = acc_floats + a_floats + (sbgemm ? 0 : (size_t)(h.kb * h.nb));
   float *ws = ws_get(floats);
   if (ws == NULL)
     return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of GEMM workspace", floats * sizeof(float));
-  float *acc = ws, *ap = ws + (size_t)(mb * nb), *bp = ap + (size_t)(mb * kb);
-  const bool vec = gp__cpu_convert_vector(p->ab_type);
-  const int type = p->ab_type;
-  /* One k block: A's block depends on i0 alone, converted once for every j0. */
-  const bool a_once = kb == p->k;
+  h.acc = ws, h.ap = ws + acc_floats, h.bp = h.ap + a_floats;
   for (int64_t z = 0; z < p->batch; z++) {
-    const void *a = gemm_offset(p->a, type, z * p->stride_a), *b = gemm_offset(p->b, type, z * p->stride_b);
+    const void *a = gemm_offset(p->a, p->ab_type, z * p->stride_a);
+    const void *b = gemm_offset(p->b, p->ab_type, z * p->stride_b);
     void *c = (void *)gemm_offset(p->c, p->c_type, z * p->stride_c);
-    for (int64_t i0 = 0; i0 < p->m; i0 += mb) {
-      const int64_t mi = p->m - i0 < mb ? p->m - i0 : mb;
-      int64_t lda_f = 0, ldb_f = 0;
-      if (!sbgemm && a_once) convert_block(ap, a, type, p->lda, p->trans_a, i0, 0, mi, p->k, vec, &lda_f);
-      for (int64_t j0 = 0; j0 < p->n; j0 += nb) {
-        const int64_t nj = p->n - j0 < nb ? p->n - j0 : nb;
-        for (int64_t p0 = 0; p0 < p->k; p0 += kb) {
-          const int64_t kp = p->k - p0 < kb ? p->k - p0 : kb;
-          const CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;
-          const CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;
-          const float beta = p0 == 0 ? 0.0f : 1.0f;
-          if (sbgemm) {
-            g_sbgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f,
-                         (const bfloat16 *)op_at(a, type, p->lda, p->trans_a, i0, p0), (blasint)p->lda,
-                         (const bfloat16 *)op_at(b, type, p->ldb, p->trans_b, p0, j0), (blasint)p->ldb, beta,
-                         acc, (blasint)mi);
-            continue;
-          }
-          if (!a_once) convert_block(ap, a, type, p->lda, p->trans_a, i0, p0, mi, kp, vec, &lda_f);
-          convert_block(bp, b, type, p->ldb, p->trans_b, p0, j0, kp, nj, vec, &ldb_f);
-          cblas_sgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f, ap, (blasint)lda_f, bp,
-                      (blasint)ldb_f, beta, acc, (blasint)mi);
-        }
-        finish_job_t f = {p, c, i0, j0, mi, acc};
-        parallel_ranges(finish_cols, &f, nj, mi);
-      }
-    }
+    for (int64_t j0 = 0; j0 < p->n; j0 += h.nb)
+      for (int64_t i0 = 0; i0 < p->m; i0 += h.mb)
+        half_block_run(&h, a, b, c, i0, j0, min64(p->m - i0, h.mb), min64(p->n - j0, h.nb));
   }
   return GP_SUCCESS;
 }

@@ -277,6 +277,28 @@ typedef struct mem_hdr {
 } mem_hdr_t;
 #define GP__MEM_MAGIC 0x4d707067u
 
+/* Large allocations are whole 2 MiB pages, 2 MiB-aligned and marked MADV_HUGEPAGE (as
+ * cudaMalloc rounds them to 2 MiB): a program that allocates its output for each call
+ * touches fresh pages every time, and one page fault per 2 MiB instead of one per 4 KiB
+ * is most of that cost at tens of megabytes. Where transparent huge pages are off,
+ * madvise fails or does nothing and the block is ordinary memory. Smaller blocks are
+ * the header and the bytes, GP__CPU_ALIGN-aligned. */
+#define GP__HUGE_PAGE ((size_t)2 << 20)
+
+static size_t block_align(size_t bytes) {
+  return bytes >= GP__HUGE_PAGE ? GP__HUGE_PAGE : GP__CPU_ALIGN;
+}
+
+/* The block behind an allocation of bytes, header included (less than bytes on
+ * overflow, which device_alloc refuses). Everything past the bytes stays poisoned under
+ * AddressSanitizer, so an overflow into the rounding is still reported. */
+static size_t block_bytes(size_t bytes) {
+  const size_t a = block_align(bytes), raw = GP__CPU_ALIGN + bytes;
+  return a == GP__CPU_ALIGN ? raw : (raw + a - 1) & ~(a - 1);
+}
+
+static void pool_take(char *raw, size_t block);
+
 static gp_status_t device_alloc(void **ptr, size_t bytes, int dev, const char *what) {
   /* Reserve first, so concurrent allocations cannot overcommit the device together. */
   size_t before = atomic_fetch_add(&g_used[dev], bytes);
@@ -286,17 +308,23 @@ static gp_status_t device_alloc(void **ptr, size_t bytes, int dev, const char *w
                      "%zu bytes requested; device %d has %zu of %zu bytes free", bytes, dev,
                      before < g_total ? g_total - before : 0, g_total);
   }
+  const size_t block = block_bytes(bytes);
   void *raw = NULL;
-  if (posix_memalign(&raw, GP__CPU_ALIGN, GP__CPU_ALIGN + bytes) != 0) {
+  if (block < bytes || posix_memalign(&raw, block_align(bytes), block) != 0) {
     atomic_fetch_sub(&g_used[dev], bytes);
     return gp__error(GP_ERROR_OUT_OF_MEMORY, what, "%zu bytes: the host is out of memory",
                      bytes);
+  }
+  if (block_align(bytes) == GP__HUGE_PAGE) {
+    pool_take((char *)raw, block);
+    (void)madvise(raw, block, MADV_HUGEPAGE); /* a hint */
   }
   mem_hdr_t *h = (mem_hdr_t *)raw;
   h->bytes = bytes;
   h->device = dev;
   h->magic = GP__MEM_MAGIC;
   GP__POISON(raw, GP__CPU_ALIGN);
+  GP__POISON((char *)raw + GP__CPU_ALIGN + bytes, block - GP__CPU_ALIGN - bytes); /* overflows */
   *ptr = (char *)raw + GP__CPU_ALIGN;
   return GP_SUCCESS;
 }
@@ -327,18 +355,89 @@ typedef struct freed_block {
   int device;
 } freed_block_t;
 
-/* A ring, oldest first, under a leaf lock (nothing is called while it is held). */
+/* The pages of freed large blocks, kept for the next large allocation: a program that
+ * allocates its output for each call would otherwise pay a page fault and the kernel's
+ * clearing of every page of it each time, more than the kernel filling it at tens of
+ * megabytes. gp_free moves a large block's pages out (mremap with MREMAP_DONTUNMAP: the
+ * block stays mapped and held back as above, reading as zero as if its pages were given
+ * back) and the next large allocation moves them in (mremap with MREMAP_FIXED): a move
+ * of page tables. Reused memory holds what the freed block held, as cudaMalloc's does.
+ * At most GP__POOL_MAX runs and GP__POOL_BYTES; where mremap refuses (kernels before
+ * 5.13 for these flags) the pages are given back as before. */
+#define GP__POOL_MAX 16
+#define GP__POOL_BYTES ((size_t)64 << 20)
+
+typedef struct page_run {
+  char *addr;
+  size_t bytes;
+} page_run_t;
+
+/* A ring, oldest first, and the pool (a stack, newest last), under a leaf lock (nothing
+ * is called while it is held). */
 static struct {
   pthread_mutex_t mu;
   freed_block_t ring[GP__FREED_MAX];
   size_t first, count, span, resident;
+  page_run_t pool[GP__POOL_MAX];
+  size_t pool_count, pool_bytes;
 } g_freed = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Moves the pages of [raw, raw + block) (2 MiB multiples) into the pool; false where
+ * they stay (too large, or mremap refused). The oldest runs make room. mremap's fifth
+ * argument is passed (NULL) although unused: the kernel checks it. */
+static bool pool_put(char *raw, size_t block) {
+  if (block > GP__POOL_BYTES) return false;
+  void *moved = mremap(raw, block, block, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+  if (moved == MAP_FAILED) return false;
+  for (;;) {
+    pthread_mutex_lock(&g_freed.mu);
+    if (g_freed.pool_count > 0 &&
+        (g_freed.pool_count == GP__POOL_MAX || g_freed.pool_bytes + block > GP__POOL_BYTES)) {
+      const page_run_t old = g_freed.pool[0];
+      memmove(&g_freed.pool[0], &g_freed.pool[1], (g_freed.pool_count - 1) * sizeof(page_run_t));
+      g_freed.pool_count--;
+      g_freed.pool_bytes -= old.bytes;
+      pthread_mutex_unlock(&g_freed.mu);
+      (void)munmap(old.addr, old.bytes); /* outside the lock */
+      continue;
+    }
+    g_freed.pool[g_freed.pool_count++] = (page_run_t){(char *)moved, block};
+    g_freed.pool_bytes += block;
+    pthread_mutex_unlock(&g_freed.mu);
+    return true;
+  }
+}
+
+/* Fills [raw, raw + block) of a new large block with pooled pages, newest first, as far
+ * as the pool goes; the rest faults in as usual. A run taken is this thread's alone (a
+ * remainder goes back), so the moves happen outside the lock. */
+static void pool_take(char *raw, size_t block) {
+  for (size_t done = 0; done < block;) {
+    pthread_mutex_lock(&g_freed.mu);
+    if (g_freed.pool_count == 0) {
+      pthread_mutex_unlock(&g_freed.mu);
+      return;
+    }
+    const page_run_t r = g_freed.pool[--g_freed.pool_count];
+    const size_t n = r.bytes < block - done ? r.bytes : block - done;
+    g_freed.pool_bytes -= n;
+    if (r.bytes > n) g_freed.pool[g_freed.pool_count++] = (page_run_t){r.addr + n, r.bytes - n};
+    pthread_mutex_unlock(&g_freed.mu);
+    if (mremap(r.addr, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, raw + done) == MAP_FAILED) {
+      /* the range is this allocation's own: mapped afresh, whatever the failure left */
+      (void)mmap(raw + done, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      (void)munmap(r.addr, n);
+      return;
+    }
+    done += n;
+  }
+}
 
 static void freed_atfork_prepare(void) { pthread_mutex_lock(&g_freed.mu); }
 static void freed_atfork_release(void) { pthread_mutex_unlock(&g_freed.mu); }
 
 static void freed_release(const freed_block_t *b) {
-  GP__UNPOISON(b->raw, GP__CPU_ALIGN + b->bytes);
+  GP__UNPOISON(b->raw, block_bytes(b->bytes));
   free(b->raw);
 }
 
@@ -355,12 +454,16 @@ static size_t release_pages(char *p, size_t bytes) {
 
 static void freed_hold(void *raw, char *ptr, size_t bytes, int device) {
   if (bytes > GP__FREED_SPAN) {
+    GP__UNPOISON(raw, block_bytes(bytes));
     free(raw);
     return;
   }
   freed_block_t b = {raw, ptr, bytes, bytes, device};
-  if (bytes >= GP__FREED_RELEASE) b.resident -= release_pages(ptr, bytes);
-  GP__POISON(raw, GP__CPU_ALIGN + bytes);
+  if (block_align(bytes) == GP__HUGE_PAGE && pool_put((char *)raw, block_bytes(bytes)))
+    b.resident = 0;
+  else if (bytes >= GP__FREED_RELEASE)
+    b.resident -= release_pages(ptr, bytes);
+  GP__POISON(raw, block_bytes(bytes));
   for (;;) {
     pthread_mutex_lock(&g_freed.mu);
     if (g_freed.count > 0 &&
