@@ -69,6 +69,39 @@ GP__CGQ gp_lane_mask_t tile_lanes(unsigned n) {
 }
 /** @endcond */
 
+/** @brief Any group, its kind known at run time (CUDA's type-erased
+ *         cooperative_groups::thread_group): what a thread_block, a thread_block_tile, a
+ *         coalesced_group or tiled_partition(g, n) converts to, for functions written once
+ *         for every group (CUDA C++ Programming Guide, "Cooperative Groups: Group Types"). */
+struct thread_group {
+  /** @brief What the group is. */
+  enum kind_t { BLOCK, TILE, LANES };
+  kind_t kind;       /**< the block, a tile of n threads, or the lanes of m */
+  unsigned n;        /**< TILE: threads in the tile */
+  gp_lane_mask_t m;  /**< LANES: the lanes, bit l for lane l of the caller's warp */
+  /** @brief __syncthreads() for the block, a masked warp sync of the lanes otherwise. */
+  GP__CGQ void sync() const {
+    if (kind == BLOCK) __syncthreads();
+    else gp_syncwarp_mask(kind == TILE ? tile_lanes(n) : m);
+  }
+  /** @brief The caller's rank in the group. */
+  GP__CGQ unsigned thread_rank() const {
+    if (kind == BLOCK) return gp__linear_tid();
+    if (kind == TILE) return gp__linear_tid() % n;
+    return (unsigned)__popcll(m & (((gp_lane_mask_t)1 << gp_lane_id()) - 1u));
+  }
+  /** @brief Threads in the group. */
+  GP__CGQ unsigned size() const {
+    return kind == BLOCK ? block_threads() : kind == TILE ? n : (unsigned)__popcll(m);
+  }
+  /** @brief Threads in the group. */
+  GP__CGQ unsigned num_threads() const { return size(); }
+  /** @brief A tile's index among the block's tiles of its size (0 for the other kinds). */
+  GP__CGQ unsigned meta_group_rank() const { return kind == TILE ? gp__linear_tid() / n : 0u; }
+  /** @brief The number of tiles of its size in the block (1 for the other kinds). */
+  GP__CGQ unsigned meta_group_size() const { return kind == TILE ? (block_threads() + n - 1u) / n : 1u; }
+};
+
 /** @brief The caller's block (CUDA's cooperative_groups::thread_block). */
 struct thread_block {
   /** @brief __syncthreads(). */
@@ -87,29 +120,11 @@ struct thread_block {
   GP__CGQ dim3 group_dim() const { return dim3(blockDim.x, blockDim.y, blockDim.z); }
   /** @brief blockDim. */
   GP__CGQ dim3 dim_threads() const { return group_dim(); }
+  /** @brief The block as a run-time group. */
+  GP__CGQ operator thread_group() const { return thread_group{thread_group::BLOCK, 0u, 0u}; }
 };
 /** @brief The caller's block. */
 GP__CGQ thread_block this_thread_block() { return thread_block(); }
-
-/** @brief A group made at run time: the block, or a tile of it (tiled_partition(g, n)). */
-struct thread_group {
-  unsigned n; /**< threads in the group */
-  /** @brief __syncthreads() for the block, the tile's lanes' warp sync for a tile. */
-  GP__CGQ void sync() const {
-    if (n >= block_threads() && n > (unsigned)GP_WARP_SIZE) __syncthreads();
-    else gp_syncwarp_mask(tile_lanes(n));
-  }
-  /** @brief The caller's rank in the group. */
-  GP__CGQ unsigned thread_rank() const { return gp__linear_tid() % n; }
-  /** @brief Threads in the group. */
-  GP__CGQ unsigned size() const { return n; }
-  /** @brief Threads in the group. */
-  GP__CGQ unsigned num_threads() const { return n; }
-  /** @brief The group's index among the block's groups of its size. */
-  GP__CGQ unsigned meta_group_rank() const { return gp__linear_tid() / n; }
-  /** @brief The number of groups of its size in the block. */
-  GP__CGQ unsigned meta_group_size() const { return (block_threads() + n - 1u) / n; }
-};
 
 /** @brief A tile of N threads (a power of two up to the warp width) of the block. */
 template <unsigned N> struct thread_block_tile {
@@ -153,7 +168,7 @@ template <unsigned N> struct thread_block_tile {
     return m;
   }
   /** @brief The tile as a run-time group. */
-  GP__CGQ operator thread_group() const { return thread_group{N}; }
+  GP__CGQ operator thread_group() const { return thread_group{thread_group::TILE, N, 0u}; }
 };
 
 /** @brief The caller's tile of N threads of @p parent (a block or a larger tile). */
@@ -165,7 +180,8 @@ template <unsigned N, class P> GP__CGQ thread_block_tile<N> tiled_partition(cons
  *         block's size) of @p parent. */
 template <class P> GP__CGQ thread_group tiled_partition(const P &parent, unsigned n) {
   (void)parent;
-  return thread_group{n};
+  if (n >= block_threads() && n > (unsigned)GP_WARP_SIZE) return thread_group{thread_group::BLOCK, 0u, 0u};
+  return thread_group{thread_group::TILE, n, 0u};
 }
 
 /** @brief The warp's live lanes (CUDA's coalesced_group). */
@@ -199,9 +215,37 @@ struct coalesced_group {
   GP__CGQ int any(int pred) const { return gp_ballot_sync(m, pred) != 0; }
   /** @brief Nonzero when every lane's @p pred is. */
   GP__CGQ int all(int pred) const { return gp_ballot_sync(m, !pred) == 0; }
+  /** @brief The group as a run-time group. */
+  GP__CGQ operator thread_group() const { return thread_group{thread_group::LANES, 0u, m}; }
 };
 /** @brief The calling warp's live lanes. */
 GP__CGQ coalesced_group coalesced_threads() { return coalesced_group{gp_active_mask()}; }
+
+/** @cond GP_INTERNAL */
+/* The lanes of a group that lives in one warp. */
+template <unsigned N> GP__CGQ gp_lane_mask_t group_lanes(const thread_block_tile<N> &t) { return t.lanes(); }
+GP__CGQ gp_lane_mask_t group_lanes(const coalesced_group &g) { return g.m; }
+/** @endcond */
+
+/** @brief The lanes of @p parent (a tile or a coalesced group) whose @p pred has the
+ *         caller's truth value: two groups, each lane in one (CUDA's binary_partition,
+ *         CUDA C++ Programming Guide, "Group Partitioning"). Every lane of @p parent calls it. */
+template <class P> GP__CGQ coalesced_group binary_partition(const P &parent, bool pred) {
+  const gp_lane_mask_t all = group_lanes(parent), yes = gp_ballot_sync(all, pred);
+  return coalesced_group{pred ? yes : all & ~yes};
+}
+/** @brief The lanes of @p parent (a tile or a coalesced group) whose @p label equals the
+ *         caller's (CUDA's labeled_partition, int or unsigned labels). Every lane of
+ *         @p parent calls it. */
+template <class P, class L> GP__CGQ coalesced_group labeled_partition(const P &parent, L label) {
+  const gp_lane_mask_t all = group_lanes(parent);
+  gp_lane_mask_t same = 0;
+  for (gp_lane_mask_t rest = all; rest; rest &= rest - 1u) {
+    const int l = __ffsll((long long)rest) - 1;
+    if (gp_shfl_sync(all, label, l) == label) same |= (gp_lane_mask_t)1 << l;
+  }
+  return coalesced_group{same};
+}
 
 /** @brief The whole grid of a cooperative launch (gp_launch_ex() with cooperative = 1). */
 struct grid_group {
@@ -263,6 +307,14 @@ template <class T> struct bit_xor {
 template <unsigned N, class T, class Op> GP__CGQ T reduce(const thread_block_tile<N> &t, T x, Op op) {
   for (unsigned o = N / 2; o > 0; o /= 2) x = op(x, t.shfl_xor(x, (int)o));
   return x;
+}
+/** @brief @p op over the group's values of @p x, folded in lane order (every lane gets
+ *         the same result; @p op associative and commutative, as CUDA requires). */
+template <class T, class Op> GP__CGQ T reduce(const coalesced_group &g, T x, Op op) {
+  gp_lane_mask_t rest = g.m;
+  T r = gp_shfl_sync(g.m, x, __ffsll((long long)rest) - 1);
+  for (rest &= rest - 1u; rest; rest &= rest - 1u) r = op(r, gp_shfl_sync(g.m, x, __ffsll((long long)rest) - 1));
+  return r;
 }
 
 } // namespace gp_cg

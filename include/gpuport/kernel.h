@@ -1089,6 +1089,110 @@ static __device__ __forceinline__ void gp_grid_sync(void) { cooperative_groups::
 
 #endif /* targets */
 
+/* ---- shuffles of any trivially copyable class, and CUDA's warp reductions (every target) - */
+/** @cond GP_INTERNAL */
+#if defined(GP_TARGET_CPU)
+#define GP__WQ static inline
+#define GP__WM inline
+#define GP__WSITE , const char *file = __builtin_FILE(), int line = __builtin_LINE()
+#define GP__WSITE_ARGS , file, line
+#else
+#define GP__WQ static __device__ __forceinline__
+#define GP__WM __device__ __forceinline__
+#define GP__WSITE
+#define GP__WSITE_ARGS
+#endif
+/* A class type shuffled as its 32-bit words (CUDA's cooperative groups shuffle any
+ * trivially copyable type, CUDA C++ Programming Guide, "Thread Block Tile"); scalars keep
+ * their own overloads, so only classes (structs, vector types) take this path. */
+template <typename T, bool = __is_class(T) && __is_trivially_copyable(T)> struct gp__words {};
+template <typename T> struct gp__words<T, true> {
+  typedef T type;
+  enum { n = (sizeof(T) + 3) / 4 };
+};
+#define GP__SHFL_WORDS(name, A)                                                             \
+  template <typename T, typename = typename gp__words<T>::type>                            \
+  GP__WQ T name(T v, A a, int width = GP_WARP_SIZE GP__WSITE) {                             \
+    unsigned w[gp__words<T>::n] = {0};                                                     \
+    __builtin_memcpy(w, &v, sizeof v);                                                     \
+    for (unsigned i = 0; i < (unsigned)gp__words<T>::n; i++) w[i] = name(w[i], a, width GP__WSITE_ARGS); \
+    __builtin_memcpy(&v, w, sizeof v);                                                     \
+    return v;                                                                              \
+  }
+#define GP__SHFL_WORDS_SYNC(name, A)                                                        \
+  template <typename T, typename = typename gp__words<T>::type>                            \
+  GP__WQ T name(gp_lane_mask_t mask, T v, A a, int width = GP_WARP_SIZE GP__WSITE) {        \
+    unsigned w[gp__words<T>::n] = {0};                                                     \
+    __builtin_memcpy(w, &v, sizeof v);                                                     \
+    for (unsigned i = 0; i < (unsigned)gp__words<T>::n; i++) w[i] = name(mask, w[i], a, width GP__WSITE_ARGS); \
+    __builtin_memcpy(&v, w, sizeof v);                                                     \
+    return v;                                                                              \
+  }
+/** @endcond */
+GP__SHFL_WORDS(gp_shfl, int)
+GP__SHFL_WORDS(gp_shfl_xor, int)
+GP__SHFL_WORDS(gp_shfl_up, unsigned)
+GP__SHFL_WORDS(gp_shfl_down, unsigned)
+GP__SHFL_WORDS_SYNC(gp_shfl_sync, int)
+GP__SHFL_WORDS_SYNC(gp_shfl_xor_sync, int)
+GP__SHFL_WORDS_SYNC(gp_shfl_up_sync, unsigned)
+GP__SHFL_WORDS_SYNC(gp_shfl_down_sync, unsigned)
+#undef GP__SHFL_WORDS
+#undef GP__SHFL_WORDS_SYNC
+
+/* CUDA's __reduce_{add,min,max}_sync (int and unsigned) and __reduce_{and,or,xor}_sync
+ * (unsigned): every lane of the mask gets the operation over the mask's values (CUDA C++
+ * Programming Guide, "Warp Reduce Functions"; native from sm_80). Every lane of the mask
+ * must call it with the same mask; the sum wraps. */
+/** @cond GP_INTERNAL */
+template <typename T, typename Op>
+GP__WQ T gp__reduce_sync(gp_lane_mask_t mask, T v, Op op GP__WSITE) {
+#if defined(GP_TARGET_CPU)
+  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync_mask(mask, (uint64_t)(uint32_t)v, file, line);
+  gp_lane_mask_t lanes = x->active;
+  T r = (T)(uint32_t)x->val[__builtin_ctzll(lanes)];
+  for (lanes &= lanes - 1u; lanes; lanes &= lanes - 1u) r = op(r, (T)(uint32_t)x->val[__builtin_ctzll(lanes)]);
+  return r;
+#else
+  gp_lane_mask_t lanes = mask;
+  T r = gp_shfl_sync(mask, v, __ffsll((long long)lanes) - 1);
+  for (lanes &= lanes - 1u; lanes; lanes &= lanes - 1u) r = op(r, gp_shfl_sync(mask, v, __ffsll((long long)lanes) - 1));
+  return r;
+#endif
+}
+struct gp__op_add { template <typename T> GP__WM T operator()(T a, T b) const { return (T)((unsigned)a + (unsigned)b); } };
+struct gp__op_min { template <typename T> GP__WM T operator()(T a, T b) const { return b < a ? b : a; } };
+struct gp__op_max { template <typename T> GP__WM T operator()(T a, T b) const { return a < b ? b : a; } };
+struct gp__op_and { template <typename T> GP__WM T operator()(T a, T b) const { return a & b; } };
+struct gp__op_or { template <typename T> GP__WM T operator()(T a, T b) const { return a | b; } };
+struct gp__op_xor { template <typename T> GP__WM T operator()(T a, T b) const { return a ^ b; } };
+#define GP__REDUCE_SYNC(name, T, op)                                                        \
+  GP__WQ T name(gp_lane_mask_t mask, T v GP__WSITE) { return gp__reduce_sync<T>(mask, v, op() GP__WSITE_ARGS); }
+/** @endcond */
+GP__REDUCE_SYNC(gp_reduce_add_sync, int, gp__op_add)
+GP__REDUCE_SYNC(gp_reduce_add_sync, unsigned, gp__op_add)
+GP__REDUCE_SYNC(gp_reduce_min_sync, int, gp__op_min)
+GP__REDUCE_SYNC(gp_reduce_min_sync, unsigned, gp__op_min)
+GP__REDUCE_SYNC(gp_reduce_max_sync, int, gp__op_max)
+GP__REDUCE_SYNC(gp_reduce_max_sync, unsigned, gp__op_max)
+GP__REDUCE_SYNC(gp_reduce_and_sync, unsigned, gp__op_and)
+GP__REDUCE_SYNC(gp_reduce_or_sync, unsigned, gp__op_or)
+GP__REDUCE_SYNC(gp_reduce_xor_sync, unsigned, gp__op_xor)
+#undef GP__REDUCE_SYNC
+/* CUDA's spellings: nvcc has them from sm_80 (its own, kept); elsewhere these. */
+#if !defined(GP_TARGET_CUDA) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
+#define __reduce_add_sync(m, v) gp_reduce_add_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_min_sync(m, v) gp_reduce_min_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_max_sync(m, v) gp_reduce_max_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_and_sync(m, v) gp_reduce_and_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_or_sync(m, v) gp_reduce_or_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_xor_sync(m, v) gp_reduce_xor_sync((gp_lane_mask_t)(m), (v))
+#endif
+#undef GP__WQ
+#undef GP__WM
+#undef GP__WSITE
+#undef GP__WSITE_ARGS
+
 /* ---- atomics on gp_f16_t and gp_bf16_t (every target) ------------------------------------ */
 /* A compare-and-swap on the aligned 32-bit word holding the value, so they work on every
  * target and architecture alike. The operation is done in binary32 and rounded once to
