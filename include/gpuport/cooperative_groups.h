@@ -222,6 +222,21 @@ struct coalesced_group {
 GP__CGQ coalesced_group coalesced_threads() { return coalesced_group{gp_active_mask()}; }
 
 /** @cond GP_INTERNAL */
+#if defined(GP_TARGET_CPU)
+/* On the CPU one rendezvous hands every lane the values (up to 64 bits) of the lanes of
+ * m, where a shuffle per lane would cost a rendezvous each. */
+template <class T> inline const gp__cpu_warp_xchg_t *lanes_xchg(gp_lane_mask_t m, const T &v) {
+  uint64_t b = 0;
+  __builtin_memcpy(&b, &v, sizeof(T) < 8 ? sizeof(T) : 8);
+  return gp__cpu_warp_sync_mask(m, b, __FILE__, __LINE__);
+}
+/* The value of the lowest lane of rest in exchange x. */
+template <class T> inline T lane_value(const gp__cpu_warp_xchg_t *x, gp_lane_mask_t rest) {
+  T v;
+  __builtin_memcpy(&v, &x->val[__builtin_ctzll(rest)], sizeof(T) < 8 ? sizeof(T) : 8);
+  return v;
+}
+#endif
 /* The lanes of a group that lives in one warp. */
 template <unsigned N> GP__CGQ gp_lane_mask_t group_lanes(const thread_block_tile<N> &t) { return t.lanes(); }
 GP__CGQ gp_lane_mask_t group_lanes(const coalesced_group &g) { return g.m; }
@@ -240,6 +255,14 @@ template <class P> GP__CGQ coalesced_group binary_partition(const P &parent, boo
 template <class P, class L> GP__CGQ coalesced_group labeled_partition(const P &parent, L label) {
   const gp_lane_mask_t all = group_lanes(parent);
   gp_lane_mask_t same = 0;
+#if defined(GP_TARGET_CPU)
+  if (sizeof(L) <= 8) {
+    const gp__cpu_warp_xchg_t *x = lanes_xchg(all, label);
+    for (gp_lane_mask_t rest = x->active; rest; rest &= rest - 1u)
+      if (lane_value<L>(x, rest) == label) same |= rest & (~rest + 1u);
+    return coalesced_group{same};
+  }
+#endif
   for (gp_lane_mask_t rest = all; rest; rest &= rest - 1u) {
     const int l = __ffsll((long long)rest) - 1;
     if (gp_shfl_sync(all, label, l) == label) same |= (gp_lane_mask_t)1 << l;
@@ -311,6 +334,15 @@ template <unsigned N, class T, class Op> GP__CGQ T reduce(const thread_block_til
 /** @brief @p op over the group's values of @p x, folded in lane order (every lane gets
  *         the same result; @p op associative and commutative, as CUDA requires). */
 template <class T, class Op> GP__CGQ T reduce(const coalesced_group &g, T x, Op op) {
+#if defined(GP_TARGET_CPU)
+  if (sizeof(T) <= 8) {
+    const gp__cpu_warp_xchg_t *e = lanes_xchg(g.m, x);
+    gp_lane_mask_t lanes = e->active;
+    T r = lane_value<T>(e, lanes);
+    for (lanes &= lanes - 1u; lanes; lanes &= lanes - 1u) r = op(r, lane_value<T>(e, lanes));
+    return r;
+  }
+#endif
   gp_lane_mask_t rest = g.m;
   T r = gp_shfl_sync(g.m, x, __ffsll((long long)rest) - 1);
   for (rest &= rest - 1u; rest; rest &= rest - 1u) r = op(r, gp_shfl_sync(g.m, x, __ffsll((long long)rest) - 1));
