@@ -12,7 +12,8 @@
  * - cooperative groups (gpuport/cooperative_groups.h, test/kernels/kt_cg.cu): every
  *   member of tiles of 1 .. the warp width, the block, run-time tiles, the coalesced
  *   group of a partial warp, the grid's sync; groups as thread_group, binary and
- *   labeled partitions, reduce() and shuffles of structs, __reduce_*_sync.
+ *   labeled partitions, reduce() and shuffles of structs, __reduce_*_sync, tiles of
+ *   several warps reduced through block_tile_memory.
  * - built-ins (test/kernels/kt_builtins.cu): 24-bit and high-half multiplies, vector
  *   types, __align__, scoped atomics, cache hints, mixed min/max; an assert after
  *   <assert.h> is included again still fails the launch.
@@ -499,7 +500,9 @@ END_TEST
   GP_KERNEL_DECLARE(kt_cg_tile_32##sfx);                                                    \
   GP_KERNEL_DECLARE(kt_cg_block##sfx);                                                      \
   GP_KERNEL_DECLARE(kt_cg_grid##sfx);                                                       \
-  GP_KERNEL_DECLARE(kt_cg_part##sfx)
+  GP_KERNEL_DECLARE(kt_cg_part##sfx);                                                       \
+  GP_KERNEL_DECLARE(kt_cg_multiwarp##sfx);                                                  \
+  GP_KERNEL_DECLARE(kt_cg_multiwarp_no_scratch##sfx)
 CG_DECLARE();
 #ifdef GP_BUILD_CPU
 CG_DECLARE(_w64);
@@ -677,6 +680,60 @@ START_TEST(cg_partitions_erased_groups_struct_shuffles) {
 }
 END_TEST
 
+/* Tiles of 128 threads, several warps at either width, reduced through the block's
+ * block_tile_memory: ranks, meta groups, the sum and the maximum of each tile. */
+START_TEST(cg_multiwarp_tiles_reduce) {
+  enum { B = 256, G = 2, T = B * G, N = 128 };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_multiwarp)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_multiwarp_w64)
+#endif
+  };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x77);
+  int v[T], o[3 * T];
+  for (int i = 0; i < T; i++) v[i] = (int)(gp_ref_rng_next(&rng) % 1000u);
+  int *din = NULL, *dout = NULL;
+  OK(gp_malloc((void **)&din, sizeof v));
+  OK(gp_malloc((void **)&dout, sizeof o));
+  OK(gp_memcpy(din, v, sizeof v));
+  for (int b = 0; b < NBUILDS; b++) {
+    OK(gp_memset(dout, 0xab, sizeof o));
+    void *args[] = {&din, &dout};
+    OK(gp_launch(ks[b], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, dout, sizeof o));
+    for (int g = 0; g < T; g++) {
+      const int tid = g % B, base = g - tid % N;
+      int sum = 0, mx = -1;
+      for (int k = 0; k < N; k++) sum += v[base + k], mx = v[base + k] > mx ? v[base + k] : mx;
+      const int want[3] = {(tid % N) * 1000 + (tid / N) * 10 + B / N, sum, mx};
+      for (int k = 0; k < 3; k++)
+        ck_assert_msg(o[3 * g + k] == want[k], "seed 0x%llx, kt_cg_multiwarp (warp width %d), thread %d, value %d: %d, expected %d",
+                      (unsigned long long)g_seed, run_width(ks[b]), g, k, o[3 * g + k], want[k]);
+    }
+  }
+  OK(gp_free(din));
+  OK(gp_free(dout));
+}
+END_TEST
+
+/* A tile of several warps reduced without the block's block_tile_memory fails the launch
+ * with the reason (on the CPU; a GPU traps). */
+START_TEST(cg_multiwarp_reduce_without_scratch_fails) {
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "a trap is sticky on a GPU: the process would be done");
+  int *d = NULL;
+  OK(gp_malloc((void **)&d, 256 * sizeof(int)));
+  void *args[] = {&d};
+  OK(gp_launch(GP_KERNEL_REF(kt_cg_multiwarp_no_scratch), gp_dim3(1, 1, 1), gp_dim3(256, 1, 1), 0, NULL, args));
+  gp_status_t s = gp_stream_synchronize(NULL);
+  ck_assert_msg(s == GP_ERROR_LAUNCH_FAILED, "synchronize -> %s", gp_status_name(s));
+  const char *msg = gp_last_error_message();
+  ck_assert_msg(strstr(msg, "kt_cg_multiwarp_no_scratch") && strstr(msg, "block_tile_memory"), "message '%s'", msg);
+  (void)gp_get_last_error();
+  OK(gp_free(d));
+}
+END_TEST
+
 /* grid_group::sync in a cooperative launch: every block sees every block's write. */
 START_TEST(cg_grid_sync) {
   enum { B = 64, GMAX = 4 };
@@ -811,6 +868,8 @@ static Suite *dialect_suite(void) {
   tcase_add_test(tc, cg_block_dynamic_tile_coalesced);
   tcase_add_test(tc, cg_grid_sync);
   tcase_add_test(tc, cg_partitions_erased_groups_struct_shuffles);
+  tcase_add_test(tc, cg_multiwarp_tiles_reduce);
+  tcase_add_test(tc, cg_multiwarp_reduce_without_scratch_fails);
   suite_add_tcase(s, tc);
   TCase *tb = tcase_create("built-ins");
   tcase_set_timeout(tb, 60);

@@ -104,6 +104,9 @@ struct thread_group {
 
 /** @brief The caller's block (CUDA's cooperative_groups::thread_block). */
 struct thread_block {
+  /** @brief The block_tile_memory given to this_thread_block(), or null: what tiles of
+   *         more than a warp exchange their warps' values through. */
+  unsigned char *scratch;
   /** @brief __syncthreads(). */
   GP__CGQ void sync() const { __syncthreads(); }
   /** @brief The caller's linear index in the block. */
@@ -124,10 +127,27 @@ struct thread_block {
   GP__CGQ operator thread_group() const { return thread_group{thread_group::BLOCK, 0u, 0u}; }
 };
 /** @brief The caller's block. */
-GP__CGQ thread_block this_thread_block() { return thread_block(); }
+GP__CGQ thread_block this_thread_block() { return thread_block{nullptr}; }
 
-/** @brief A tile of N threads (a power of two up to the warp width) of the block. */
-template <unsigned N> struct thread_block_tile {
+/** @brief Shared memory through which the tiles of more than a warp of a block of up to
+ *         MaxBlockSize threads combine their warps' values (CUDA's block_tile_memory,
+ *         CUDA C++ Programming Guide, "Thread Block Tile"): declare it `__shared__` and
+ *         give it to this_thread_block(). Holds 16 bytes a warp (reduce() of types up to
+ *         16 bytes). */
+template <unsigned MaxBlockSize = 1024> struct block_tile_memory {
+  alignas(16) unsigned char bytes[(MaxBlockSize + 31u) / 32u * 16u]; /**< a slot of 16 bytes a warp */
+};
+/** @brief The caller's block, whose tiles of more than a warp use @p m. */
+template <unsigned MaxBlockSize> GP__CGQ thread_block this_thread_block(block_tile_memory<MaxBlockSize> &m) {
+  return thread_block{m.bytes};
+}
+
+/** @brief A tile of N threads of the block: N a power of two up to the warp width (the
+ *         members below), or a multiple of the warp width up to 1024 (the specialisation
+ *         for tiles of several warps). */
+template <unsigned N, bool MultiWarp = (N > (unsigned)GP_WARP_SIZE)> struct thread_block_tile {
+  /** @brief The tile of the caller (a tile within a warp needs no scratch). */
+  GP__CGQ static thread_block_tile make(unsigned char *) { return thread_block_tile(); }
   static_assert(N >= 1 && N <= (unsigned)GP_WARP_SIZE && (N & (N - 1)) == 0,
                 "a tile has a power-of-two size up to the warp width (64 only at GP_WARP_SIZE 64)");
   /** @brief The tile's lanes in the caller's warp. */
@@ -171,10 +191,40 @@ template <unsigned N> struct thread_block_tile {
   GP__CGQ operator thread_group() const { return thread_group{thread_group::TILE, N, 0u}; }
 };
 
+/** @brief A tile of several warps (N a multiple of the warp width, at most 1024): thread
+ *         rank, size, meta group rank and size, sync, and reduce(). Its sync is the
+ *         block's barrier, so every thread of the block must reach it (the block's tiles
+ *         together), and reduce() needs the block's block_tile_memory
+ *         (this_thread_block(scratch)). */
+template <unsigned N> struct thread_block_tile<N, true> {
+  static_assert(N % (unsigned)GP_WARP_SIZE == 0 && N <= 1024u && (N & (N - 1)) == 0,
+                "a tile of several warps has a power-of-two size up to 1024");
+  unsigned char *scratch; /**< the block's block_tile_memory, or null */
+  /** @brief The caller's tile, with the block's scratch @p s. */
+  GP__CGQ static thread_block_tile make(unsigned char *s) { return thread_block_tile{s}; }
+  /** @brief __syncthreads(): every tile of the block reaches it together. */
+  GP__CGQ void sync() const { __syncthreads(); }
+  /** @brief The caller's rank in the tile. */
+  GP__CGQ unsigned thread_rank() const { return gp__linear_tid() % N; }
+  /** @brief N. */
+  GP__CGQ static constexpr unsigned size() { return N; }
+  /** @brief N. */
+  GP__CGQ static constexpr unsigned num_threads() { return N; }
+  /** @brief The tile's index among the block's tiles. */
+  GP__CGQ unsigned meta_group_rank() const { return gp__linear_tid() / N; }
+  /** @brief The number of tiles in the block. */
+  GP__CGQ unsigned meta_group_size() const { return (block_threads() + N - 1u) / N; }
+  /** @brief The tile as a run-time group. */
+  GP__CGQ operator thread_group() const { return thread_group{thread_group::TILE, N, 0u}; }
+};
+
+/** @cond GP_INTERNAL */
+GP__CGQ unsigned char *scratch_of(const thread_block &b) { return b.scratch; }
+template <class P> GP__CGQ unsigned char *scratch_of(const P &) { return nullptr; }
+/** @endcond */
 /** @brief The caller's tile of N threads of @p parent (a block or a larger tile). */
 template <unsigned N, class P> GP__CGQ thread_block_tile<N> tiled_partition(const P &parent) {
-  (void)parent;
-  return thread_block_tile<N>();
+  return thread_block_tile<N>::make(scratch_of(parent));
 }
 /** @brief The caller's tile of @p n threads (a power of two up to the warp, or the
  *         block's size) of @p parent. */
@@ -238,7 +288,7 @@ template <class T> inline T lane_value(const gp__cpu_warp_xchg_t *x, gp_lane_mas
 }
 #endif
 /* The lanes of a group that lives in one warp. */
-template <unsigned N> GP__CGQ gp_lane_mask_t group_lanes(const thread_block_tile<N> &t) { return t.lanes(); }
+template <unsigned N> GP__CGQ gp_lane_mask_t group_lanes(const thread_block_tile<N, false> &t) { return t.lanes(); }
 GP__CGQ gp_lane_mask_t group_lanes(const coalesced_group &g) { return g.m; }
 /** @endcond */
 
@@ -327,9 +377,35 @@ template <class T> struct bit_xor {
 };
 
 /** @brief @p op over the tile's values of @p x (a butterfly: every rank gets the result). */
-template <unsigned N, class T, class Op> GP__CGQ T reduce(const thread_block_tile<N> &t, T x, Op op) {
+template <unsigned N, class T, class Op> GP__CGQ T reduce(const thread_block_tile<N, false> &t, T x, Op op) {
   for (unsigned o = N / 2; o > 0; o /= 2) x = op(x, t.shfl_xor(x, (int)o));
   return x;
+}
+/** @brief @p op over the values of @p x of a tile of several warps: each warp's butterfly,
+ *         then its warps' results in order through the block's block_tile_memory (every
+ *         thread gets the result; every thread of the block calls it). */
+template <unsigned N, class T, class Op> GP__CGQ T reduce(const thread_block_tile<N, true> &t, T x, Op op) {
+  static_assert(sizeof(T) <= 16, "reduce() over several warps exchanges values of up to 16 bytes");
+  if (!t.scratch) {
+#if defined(GP_TARGET_CPU)
+    gp__cpu_fail(__FILE__, __LINE__, "reduce() over a tile of %u threads needs this_thread_block(block_tile_memory)", N);
+#else
+    __trap();
+#endif
+  }
+  for (unsigned o = (unsigned)GP_WARP_SIZE / 2; o > 0; o /= 2) x = op(x, gp_shfl_xor(x, (int)o));
+  t.sync(); /* earlier readers of the scratch are done */
+  if (gp_lane_id() == 0) __builtin_memcpy(t.scratch + 16u * gp_warp_id(), &x, sizeof x);
+  t.sync();
+  const unsigned first = gp__linear_tid() / N * (N / (unsigned)GP_WARP_SIZE);
+  T r;
+  __builtin_memcpy(&r, t.scratch + 16u * first, sizeof r);
+  for (unsigned k = 1; k < N / (unsigned)GP_WARP_SIZE; k++) {
+    T w;
+    __builtin_memcpy(&w, t.scratch + 16u * (first + k), sizeof w);
+    r = op(r, w);
+  }
+  return r;
 }
 /** @brief @p op over the group's values of @p x, folded in lane order (every lane gets
  *         the same result; @p op associative and commutative, as CUDA requires). */

@@ -203,3 +203,31 @@ GP_KERNEL void kt_cg_part(const int *in, int *out) {
   o[29] = s0.max;
 }
 GP_KERNEL_EXPORT(kt_cg_part)
+
+/* Tiles of several warps (CUDA's block_tile_memory): blocks of 256 threads in tiles of
+ * 128; out[3 * g + k] for thread g: thread_rank * 1000 + meta_group_rank * 10 +
+ * meta_group_size, the tile's sum of in (reduce plus), and its maximum of a struct's
+ * field (reduce of a struct). */
+GP_KERNEL void kt_cg_multiwarp(const int *in, int *out) {
+  __shared__ cg::block_tile_memory<256> scratch;
+  cg::thread_block b = cg::this_thread_block(scratch);
+  cg::thread_block_tile<128> t = cg::tiled_partition<128>(b);
+  const unsigned g = blockIdx.x * b.size() + b.thread_rank();
+  const int v = in[g];
+  int *o = out + 3 * g;
+  o[0] = (int)t.thread_rank() * 1000 + (int)t.meta_group_rank() * 10 + (int)t.meta_group_size();
+  o[1] = cg::reduce(t, v, cg::plus<int>());
+  kt_cg_summax s;
+  s.sum = 0, s.max = v, s.tag = 0;
+  o[2] = cg::reduce(t, s, kt_cg_summax_op()).max;
+  t.sync();
+}
+GP_KERNEL_EXPORT(kt_cg_multiwarp)
+
+/* reduce() over a tile of several warps of a block given no block_tile_memory: the
+ * launch fails (CPU) with the reason. */
+GP_KERNEL void kt_cg_multiwarp_no_scratch(int *out) {
+  cg::thread_block_tile<128> t = cg::tiled_partition<128>(cg::this_thread_block());
+  out[threadIdx.x] = cg::reduce(t, 1, cg::plus<int>());
+}
+GP_KERNEL_EXPORT(kt_cg_multiwarp_no_scratch)
