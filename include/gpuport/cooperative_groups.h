@@ -24,13 +24,22 @@
  *   half-wave): sync, thread_rank, size, num_threads, meta_group_rank, meta_group_size,
  *   shfl, shfl_down, shfl_up, shfl_xor (within the tile), any, all, ballot (bit r for
  *   tile rank r), match_any (the ranks holding the same value).
- * - `tiled_partition(g, n)`: a `thread_group` of n threads (sync, thread_rank, size,
- *   num_threads, meta_group_rank, meta_group_size).
+ * - `thread_block_tile<N>` of several warps (N a power of two from twice the warp width
+ *   to 1024): sync (the block's barrier), thread_rank, size, meta_group_rank,
+ *   meta_group_size, and reduce() through the block's `block_tile_memory`
+ *   (`__shared__ block_tile_memory<1024> m; this_thread_block(m)`).
+ * - `thread_group`: what the block, a tile, a coalesced group and `tiled_partition(g, n)`
+ *   (a group of n threads) convert to, as in CUDA: sync, thread_rank, size, num_threads,
+ *   meta_group_rank, meta_group_size.
  * - `coalesced_threads()`: the warp's live lanes (on the CPU, lanes diverged in a branch
  *   are not told apart: call it where the warp is converged): sync, thread_rank, size,
- *   shfl, any, all, ballot.
- * - `reduce(tile, x, op)` with `plus<T>`, `less<T>` (minimum), `greater<T>` (maximum),
- *   `bit_and<T>`, `bit_or<T>`, `bit_xor<T>`: every lane of the tile gets the result.
+ *   shfl, any, all, ballot. `binary_partition(g, pred)` and `labeled_partition(g, label)`
+ *   of a tile or a coalesced group: the coalesced group of the lanes sharing the caller's
+ *   predicate or label.
+ * - `reduce(g, x, op)` over a tile or a coalesced group with `plus<T>`, `less<T>`
+ *   (minimum), `greater<T>` (maximum), `bit_and<T>`, `bit_or<T>`, `bit_xor<T>` or the
+ *   program's own operator: every thread of the group gets the result. T is any
+ *   trivially copyable type (classes are shuffled word by word).
  * - `grid_group` / `this_grid()`: sync (gp_grid_sync(): a cooperative launch),
  *   thread_rank, size, num_threads, block_rank, num_blocks.
  * - `sync(g)` for any of them.

@@ -43,7 +43,9 @@
  *   `gp_syncwarp`, `gp_warp_reduce_sum/max/min`; their masked forms `gp_shfl_sync`,
  *   `gp_shfl_xor_sync`, `gp_shfl_up_sync`, `gp_shfl_down_sync`, `gp_ballot_sync`,
  *   `gp_any_sync`, `gp_all_sync`, `gp_syncwarp_mask`, and `gp_active_mask`,
- *   `GP_FULL_MASK`. The maskless forms take every live lane (lanes that exited are
+ *   `GP_FULL_MASK`; the shuffles also take any trivially copyable class (word by word);
+ *   `gp_reduce_add/min/max_sync` (int, unsigned) and `gp_reduce_and/or/xor_sync`
+ *   (unsigned), CUDA's `__reduce_*_sync`. The maskless forms take every live lane (lanes that exited are
  *   excused, as with CUDA's full mask); a masked form takes exactly the lanes of its
  *   mask, each of which must call it with the same mask. CUDA's spellings
  *   (`__shfl_sync`, `__ballot_sync`, `__syncwarp`, `__activemask`, ...) compile on every
@@ -1102,9 +1104,8 @@ static __device__ __forceinline__ void gp_grid_sync(void) { cooperative_groups::
 #define GP__WSITE
 #define GP__WSITE_ARGS
 #endif
-/* A class type shuffled as its 32-bit words (CUDA's cooperative groups shuffle any
- * trivially copyable type, CUDA C++ Programming Guide, "Thread Block Tile"); scalars keep
- * their own overloads, so only classes (structs, vector types) take this path. */
+/* A class type shuffled as its 32-bit words; scalars keep their own overloads, so only
+ * classes (structs, vector types) take this path. */
 template <typename T, bool = __is_class(T) && __is_trivially_copyable(T)> struct gp__words {};
 template <typename T> struct gp__words<T, true> {
   typedef T type;
@@ -1129,6 +1130,10 @@ template <typename T> struct gp__words<T, true> {
     return v;                                                                              \
   }
 /** @endcond */
+/** @brief gp_shfl, gp_shfl_xor, gp_shfl_up, gp_shfl_down and their _sync forms on any
+ *         trivially copyable class (a struct, uint4): each 32-bit word shuffled with the
+ *         same rules as an unsigned, as CUDA's tile shuffles take any such type (CUDA C++
+ *         Programming Guide, "Thread Block Tile"). */
 GP__SHFL_WORDS(gp_shfl, int)
 GP__SHFL_WORDS(gp_shfl_xor, int)
 GP__SHFL_WORDS(gp_shfl_up, unsigned)
@@ -1140,10 +1145,12 @@ GP__SHFL_WORDS_SYNC(gp_shfl_down_sync, unsigned)
 #undef GP__SHFL_WORDS
 #undef GP__SHFL_WORDS_SYNC
 
-/* CUDA's __reduce_{add,min,max}_sync (int and unsigned) and __reduce_{and,or,xor}_sync
- * (unsigned): every lane of the mask gets the operation over the mask's values (CUDA C++
- * Programming Guide, "Warp Reduce Functions"; native from sm_80). Every lane of the mask
- * must call it with the same mask; the sum wraps. */
+/** @brief gp_reduce_{add,min,max}_sync (int and unsigned) and gp_reduce_{and,or,xor}_sync
+ *         (unsigned), CUDA's __reduce_*_sync: every lane of @p mask gets the operation
+ *         over the mask's values (CUDA C++ Programming Guide, "Warp Reduce Functions";
+ *         native from sm_80). Every lane of the mask calls it with the same mask; the sum
+ *         wraps. On the CPU a caller outside its mask, or a mask naming an exited lane,
+ *         fails the launch with the site (gp_last_error_message()). */
 /** @cond GP_INTERNAL */
 template <typename T, typename Op>
 GP__WQ T gp__reduce_sync(gp_lane_mask_t mask, T v, Op op GP__WSITE) {
