@@ -62,6 +62,10 @@
 
 /** @brief CUDA's cooperative groups on the dialect's primitives. */
 namespace gp_cg {
+/* The warp width is part of every name here (an inline namespace, w32 or w64): the
+ * builds of one source at 32 and at 64 lanes, linked into one program on the CPU, keep
+ * their own definitions, where one inline function of each name would serve both. */
+inline namespace GP__CAT(w, GP_WARP_SIZE) {
 
 /** @cond GP_INTERNAL */
 /* The threads of the caller's block, and the lanes of the caller's warp that exist (a
@@ -434,6 +438,7 @@ template <class T, class Op> GP__CGQ T reduce(const coalesced_group &g, T x, Op 
   return r;
 }
 
+} // inline namespace w32 / w64
 } // namespace gp_cg
 
 #undef GP__CGQ

@@ -209,7 +209,7 @@ GP_KERNEL_EXPORT(kt_cg_part)
  * meta_group_size, the tile's sum of in (reduce plus), and its maximum of a struct's
  * field (reduce of a struct). */
 GP_KERNEL void kt_cg_multiwarp(const int *in, int *out) {
-  __shared__ cg::block_tile_memory<256> scratch;
+  GP_SHARED(cg::block_tile_memory<256>, scratch, );
   cg::thread_block b = cg::this_thread_block(scratch);
   cg::thread_block_tile<128> t = cg::tiled_partition<128>(b);
   const unsigned g = blockIdx.x * b.size() + b.thread_rank();
