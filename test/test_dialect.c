@@ -11,7 +11,9 @@
  *   shuffles and atomics.
  * - cooperative groups (gpuport/cooperative_groups.h, test/kernels/kt_cg.cu): every
  *   member of tiles of 1 .. the warp width, the block, run-time tiles, the coalesced
- *   group of a partial warp, the grid's sync.
+ *   group of a partial warp, the grid's sync; groups as thread_group, binary and
+ *   labeled partitions, reduce() and shuffles of structs, __reduce_*_sync, tiles of
+ *   several warps reduced through block_tile_memory.
  * - built-ins (test/kernels/kt_builtins.cu): 24-bit and high-half multiplies, vector
  *   types, __align__, scoped atomics, cache hints, mixed min/max; an assert after
  *   <assert.h> is included again still fails the launch.
@@ -497,13 +499,16 @@ END_TEST
   GP_KERNEL_DECLARE(kt_cg_tile_16##sfx);                                                    \
   GP_KERNEL_DECLARE(kt_cg_tile_32##sfx);                                                    \
   GP_KERNEL_DECLARE(kt_cg_block##sfx);                                                      \
-  GP_KERNEL_DECLARE(kt_cg_grid##sfx)
+  GP_KERNEL_DECLARE(kt_cg_grid##sfx);                                                       \
+  GP_KERNEL_DECLARE(kt_cg_part##sfx);                                                       \
+  GP_KERNEL_DECLARE(kt_cg_multiwarp##sfx);                                                  \
+  GP_KERNEL_DECLARE(kt_cg_multiwarp_no_scratch##sfx)
 CG_DECLARE();
 #ifdef GP_BUILD_CPU
 CG_DECLARE(_w64);
 GP_KERNEL_DECLARE(kt_cg_tile_64_w64);
 #endif
-enum { KT_CG_OUTS = 20, KT_CG_BOUTS = 12 };
+enum { KT_CG_OUTS = 20, KT_CG_BOUTS = 12, KT_CG_POUTS = 30 };
 
 /* The warp width kernel k runs at: its own, or 64 where GP_CPU_WARP_SIZE=64 runs the
  * width-64 build of every kernel on the CPU. */
@@ -599,6 +604,132 @@ START_TEST(cg_block_dynamic_tile_coalesced) {
                       W, g, k, o[KT_CG_BOUTS * g + k], want[k]);
     }
   }
+  OK(gp_free(d));
+}
+END_TEST
+
+/* Groups as thread_group, binary and labeled partitions (reduced in diverged branches),
+ * reduce() of a user struct, shuffles of structs and __reduce_*_sync, blocks of 96
+ * threads (the last warp is partial at width 64): every value against the groups
+ * computed here from the lanes of each warp. */
+START_TEST(cg_partitions_erased_groups_struct_shuffles) {
+  enum { B = 96, G = 2, T = B * G };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_part)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_part_w64)
+#endif
+  };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x9a);
+  int v[T], *o = malloc((size_t)T * KT_CG_POUTS * sizeof(int));
+  ck_assert(o != NULL);
+  for (int i = 0; i < T; i++) v[i] = (int)(gp_ref_rng_next(&rng) % 8u);
+  int *din = NULL, *dout = NULL;
+  OK(gp_malloc((void **)&din, sizeof v));
+  OK(gp_malloc((void **)&dout, (size_t)T * KT_CG_POUTS * sizeof(int)));
+  OK(gp_memcpy(din, v, sizeof v));
+  for (int b = 0; b < NBUILDS; b++) {
+    const int W = run_width(ks[b]);
+    OK(gp_memset(dout, 0xab, (size_t)T * KT_CG_POUTS * sizeof(int)));
+    void *args[] = {&din, &dout};
+    OK(gp_launch(ks[b], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, dout, (size_t)T * KT_CG_POUTS * sizeof(int)));
+    for (int g = 0; g < T; g++) {
+      const int tid = g % B, l = tid % W, wb = g - l, wl = B - (tid - l) < W ? B - (tid - l) : W;
+      const int r8 = tid % 8, b8 = g - r8, x = v[g];
+      int ps = 0, pr = 0, psum = 0, pmax = -1, pfirst = -1, ls = 0, lr = 0, lsum = 0, llast = 0, pls = 0, plsum = 0;
+      int pmin = 1 << 30, pand = -1, por = 0, pxor = 0;
+      for (int k = 0; k < wl; k++) {
+        const int w = v[wb + k];
+        if ((w & 1) == (x & 1)) {
+          ps++, pr += k < l, psum += w, pmax = w > pmax ? w : pmax, pmin = w < pmin ? w : pmin;
+          pand &= w, por |= w, pxor ^= w;
+          if (pfirst < 0) pfirst = w;
+          if (w % 3 == x % 3) pls++, plsum += w;
+        }
+        if (w % 3 == x % 3) ls++, lr += k < l, lsum += w, llast = w;
+      }
+      int ssum = 0, smax = -1;
+      for (int k = 0; k < 8; k++) ssum += v[b8 + k], smax = v[b8 + k] > smax ? v[b8 + k] : smax;
+      const int want[KT_CG_POUTS] = {tid * 1000 + B, r8 * 1000 + 8, (tid % 16) * 1000 + 16, l * 1000 + wl,
+                                     ps, pr, psum, pmax, pfirst, ls, lr, lsum, llast, pls, plsum, ssum, smax, 255,
+                                     v[b8 + (r8 + 1) % 8] + 2, r8 + 1 < 8 ? v[g + 1] + 1 : x + 1, v[g ^ 1] + 3,
+                                     r8 >= 1 ? v[g - 1] : x, v[g ^ 1] + 1, 3 * v[b8],
+                                     psum * 1000 + pmin * 10 + pmin, pmax * 1000 + pmax * 10 + psum % 10,
+                                     pand * 100 + por, pxor, psum, pmax};
+      static const char *what[KT_CG_POUTS] = {
+          "thread_group of the block", "thread_group of a tile of 8", "thread_group of tiled_partition(b, 16)",
+          "thread_group of coalesced_threads()", "binary_partition size", "binary_partition thread_rank",
+          "binary_partition reduce plus", "binary_partition reduce greater", "binary_partition shfl(v, 0)",
+          "labeled_partition size", "labeled_partition thread_rank", "labeled_partition reduce plus",
+          "labeled_partition shfl(v, size - 1)", "labeled_partition of a coalesced group: size",
+          "labeled_partition of a coalesced group: reduce plus", "struct reduce: sum", "struct reduce: max",
+          "struct reduce: tag", "struct shfl", "struct shfl_down", "struct shfl_xor", "struct shfl_up",
+          "struct gp_shfl_xor", "6-byte struct gp_shfl width 8", "__reduce_add/min_sync", "__reduce_max/add_sync",
+          "__reduce_and/or_sync", "__reduce_xor_sync", "struct reduce over a coalesced group: sum",
+          "struct reduce over a coalesced group: max"};
+      for (int k = 0; k < KT_CG_POUTS; k++)
+        ck_assert_msg(o[(size_t)KT_CG_POUTS * g + k] == want[k],
+                      "seed 0x%llx, kt_cg_part (warp width %d), thread %d: %s = %d, expected %d",
+                      (unsigned long long)g_seed, W, g, what[k], o[(size_t)KT_CG_POUTS * g + k], want[k]);
+    }
+  }
+  OK(gp_free(din));
+  OK(gp_free(dout));
+  free(o);
+}
+END_TEST
+
+/* Tiles of 128 threads, several warps at either width, reduced through the block's
+ * block_tile_memory: ranks, meta groups, the sum and the maximum of each tile. */
+START_TEST(cg_multiwarp_tiles_reduce) {
+  enum { B = 256, G = 2, T = B * G, N = 128 };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_cg_multiwarp)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_cg_multiwarp_w64)
+#endif
+  };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x77);
+  int v[T], o[3 * T];
+  for (int i = 0; i < T; i++) v[i] = (int)(gp_ref_rng_next(&rng) % 1000u);
+  int *din = NULL, *dout = NULL;
+  OK(gp_malloc((void **)&din, sizeof v));
+  OK(gp_malloc((void **)&dout, sizeof o));
+  OK(gp_memcpy(din, v, sizeof v));
+  for (int b = 0; b < NBUILDS; b++) {
+    OK(gp_memset(dout, 0xab, sizeof o));
+    void *args[] = {&din, &dout};
+    OK(gp_launch(ks[b], gp_dim3(G, 1, 1), gp_dim3(B, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, dout, sizeof o));
+    for (int g = 0; g < T; g++) {
+      const int tid = g % B, base = g - tid % N;
+      int sum = 0, mx = -1;
+      for (int k = 0; k < N; k++) sum += v[base + k], mx = v[base + k] > mx ? v[base + k] : mx;
+      const int want[3] = {(tid % N) * 1000 + (tid / N) * 10 + B / N, sum, mx};
+      for (int k = 0; k < 3; k++)
+        ck_assert_msg(o[3 * g + k] == want[k], "seed 0x%llx, kt_cg_multiwarp (warp width %d), thread %d, value %d: %d, expected %d",
+                      (unsigned long long)g_seed, run_width(ks[b]), g, k, o[3 * g + k], want[k]);
+    }
+  }
+  OK(gp_free(din));
+  OK(gp_free(dout));
+}
+END_TEST
+
+/* A tile of several warps reduced without the block's block_tile_memory fails the launch
+ * with the reason (on the CPU; a GPU traps). */
+START_TEST(cg_multiwarp_reduce_without_scratch_fails) {
+  SKIP_IF(gp_backend() != GP_BACKEND_CPU, "a trap is sticky on a GPU: the process would be done");
+  int *d = NULL;
+  OK(gp_malloc((void **)&d, 256 * sizeof(int)));
+  void *args[] = {&d};
+  OK(gp_launch(GP_KERNEL_REF(kt_cg_multiwarp_no_scratch), gp_dim3(1, 1, 1), gp_dim3(256, 1, 1), 0, NULL, args));
+  gp_status_t s = gp_stream_synchronize(NULL);
+  ck_assert_msg(s == GP_ERROR_LAUNCH_FAILED, "synchronize -> %s", gp_status_name(s));
+  const char *msg = gp_last_error_message();
+  ck_assert_msg(strstr(msg, "kt_cg_multiwarp_no_scratch") && strstr(msg, "block_tile_memory"), "message '%s'", msg);
+  (void)gp_get_last_error();
   OK(gp_free(d));
 }
 END_TEST
@@ -736,6 +867,9 @@ static Suite *dialect_suite(void) {
   tcase_add_test(tc, cg_tile_members_every_size);
   tcase_add_test(tc, cg_block_dynamic_tile_coalesced);
   tcase_add_test(tc, cg_grid_sync);
+  tcase_add_test(tc, cg_partitions_erased_groups_struct_shuffles);
+  tcase_add_test(tc, cg_multiwarp_tiles_reduce);
+  tcase_add_test(tc, cg_multiwarp_reduce_without_scratch_fails);
   suite_add_tcase(s, tc);
   TCase *tb = tcase_create("built-ins");
   tcase_set_timeout(tb, 60);

@@ -43,7 +43,9 @@
  *   `gp_syncwarp`, `gp_warp_reduce_sum/max/min`; their masked forms `gp_shfl_sync`,
  *   `gp_shfl_xor_sync`, `gp_shfl_up_sync`, `gp_shfl_down_sync`, `gp_ballot_sync`,
  *   `gp_any_sync`, `gp_all_sync`, `gp_syncwarp_mask`, and `gp_active_mask`,
- *   `GP_FULL_MASK`. The maskless forms take every live lane (lanes that exited are
+ *   `GP_FULL_MASK`; the shuffles also take any trivially copyable class (word by word);
+ *   `gp_reduce_add/min/max_sync` (int, unsigned) and `gp_reduce_and/or/xor_sync`
+ *   (unsigned), CUDA's `__reduce_*_sync`. The maskless forms take every live lane (lanes that exited are
  *   excused, as with CUDA's full mask); a masked form takes exactly the lanes of its
  *   mask, each of which must call it with the same mask. CUDA's spellings
  *   (`__shfl_sync`, `__ballot_sync`, `__syncwarp`, `__activemask`, ...) compile on every
@@ -1088,6 +1090,115 @@ static __device__ __forceinline__ void gp_grid_sync(void) { cooperative_groups::
 #endif
 
 #endif /* targets */
+
+/* ---- shuffles of any trivially copyable class, and CUDA's warp reductions (every target) - */
+/** @cond GP_INTERNAL */
+#if defined(GP_TARGET_CPU)
+#define GP__WQ static inline
+#define GP__WM inline
+#define GP__WSITE , const char *file = __builtin_FILE(), int line = __builtin_LINE()
+#define GP__WSITE_ARGS , file, line
+#else
+#define GP__WQ static __device__ __forceinline__
+#define GP__WM __device__ __forceinline__
+#define GP__WSITE
+#define GP__WSITE_ARGS
+#endif
+/* A class type shuffled as its 32-bit words; scalars keep their own overloads, so only
+ * classes (structs, vector types) take this path. */
+template <typename T, bool = __is_class(T) && __is_trivially_copyable(T)> struct gp__words {};
+template <typename T> struct gp__words<T, true> {
+  typedef T type;
+  enum { n = (sizeof(T) + 3) / 4 };
+};
+#define GP__SHFL_WORDS(name, A)                                                             \
+  template <typename T, typename = typename gp__words<T>::type>                            \
+  GP__WQ T name(T v, A a, int width = GP_WARP_SIZE GP__WSITE) {                             \
+    unsigned w[gp__words<T>::n] = {0};                                                     \
+    __builtin_memcpy(w, &v, sizeof v);                                                     \
+    for (unsigned i = 0; i < (unsigned)gp__words<T>::n; i++) w[i] = name(w[i], a, width GP__WSITE_ARGS); \
+    __builtin_memcpy(&v, w, sizeof v);                                                     \
+    return v;                                                                              \
+  }
+#define GP__SHFL_WORDS_SYNC(name, A)                                                        \
+  template <typename T, typename = typename gp__words<T>::type>                            \
+  GP__WQ T name(gp_lane_mask_t mask, T v, A a, int width = GP_WARP_SIZE GP__WSITE) {        \
+    unsigned w[gp__words<T>::n] = {0};                                                     \
+    __builtin_memcpy(w, &v, sizeof v);                                                     \
+    for (unsigned i = 0; i < (unsigned)gp__words<T>::n; i++) w[i] = name(mask, w[i], a, width GP__WSITE_ARGS); \
+    __builtin_memcpy(&v, w, sizeof v);                                                     \
+    return v;                                                                              \
+  }
+/** @endcond */
+/** @brief gp_shfl, gp_shfl_xor, gp_shfl_up, gp_shfl_down and their _sync forms on any
+ *         trivially copyable class (a struct, uint4): each 32-bit word shuffled with the
+ *         same rules as an unsigned, as CUDA's tile shuffles take any such type (CUDA C++
+ *         Programming Guide, "Thread Block Tile"). */
+GP__SHFL_WORDS(gp_shfl, int)
+GP__SHFL_WORDS(gp_shfl_xor, int)
+GP__SHFL_WORDS(gp_shfl_up, unsigned)
+GP__SHFL_WORDS(gp_shfl_down, unsigned)
+GP__SHFL_WORDS_SYNC(gp_shfl_sync, int)
+GP__SHFL_WORDS_SYNC(gp_shfl_xor_sync, int)
+GP__SHFL_WORDS_SYNC(gp_shfl_up_sync, unsigned)
+GP__SHFL_WORDS_SYNC(gp_shfl_down_sync, unsigned)
+#undef GP__SHFL_WORDS
+#undef GP__SHFL_WORDS_SYNC
+
+/** @brief gp_reduce_{add,min,max}_sync (int and unsigned) and gp_reduce_{and,or,xor}_sync
+ *         (unsigned), CUDA's __reduce_*_sync: every lane of @p mask gets the operation
+ *         over the mask's values (CUDA C++ Programming Guide, "Warp Reduce Functions";
+ *         native from sm_80). Every lane of the mask calls it with the same mask; the sum
+ *         wraps. On the CPU a caller outside its mask, or a mask naming an exited lane,
+ *         fails the launch with the site (gp_last_error_message()). */
+/** @cond GP_INTERNAL */
+template <typename T, typename Op>
+GP__WQ T gp__reduce_sync(gp_lane_mask_t mask, T v, Op op GP__WSITE) {
+#if defined(GP_TARGET_CPU)
+  const gp__cpu_warp_xchg_t *x = gp__cpu_warp_sync_mask(mask, (uint64_t)(uint32_t)v, file, line);
+  gp_lane_mask_t lanes = x->active;
+  T r = (T)(uint32_t)x->val[__builtin_ctzll(lanes)];
+  for (lanes &= lanes - 1u; lanes; lanes &= lanes - 1u) r = op(r, (T)(uint32_t)x->val[__builtin_ctzll(lanes)]);
+  return r;
+#else
+  gp_lane_mask_t lanes = mask;
+  T r = gp_shfl_sync(mask, v, __ffsll((long long)lanes) - 1);
+  for (lanes &= lanes - 1u; lanes; lanes &= lanes - 1u) r = op(r, gp_shfl_sync(mask, v, __ffsll((long long)lanes) - 1));
+  return r;
+#endif
+}
+struct gp__op_add { template <typename T> GP__WM T operator()(T a, T b) const { return (T)((unsigned)a + (unsigned)b); } };
+struct gp__op_min { template <typename T> GP__WM T operator()(T a, T b) const { return b < a ? b : a; } };
+struct gp__op_max { template <typename T> GP__WM T operator()(T a, T b) const { return a < b ? b : a; } };
+struct gp__op_and { template <typename T> GP__WM T operator()(T a, T b) const { return a & b; } };
+struct gp__op_or { template <typename T> GP__WM T operator()(T a, T b) const { return a | b; } };
+struct gp__op_xor { template <typename T> GP__WM T operator()(T a, T b) const { return a ^ b; } };
+#define GP__REDUCE_SYNC(name, T, op)                                                        \
+  GP__WQ T name(gp_lane_mask_t mask, T v GP__WSITE) { return gp__reduce_sync<T>(mask, v, op() GP__WSITE_ARGS); }
+/** @endcond */
+GP__REDUCE_SYNC(gp_reduce_add_sync, int, gp__op_add)
+GP__REDUCE_SYNC(gp_reduce_add_sync, unsigned, gp__op_add)
+GP__REDUCE_SYNC(gp_reduce_min_sync, int, gp__op_min)
+GP__REDUCE_SYNC(gp_reduce_min_sync, unsigned, gp__op_min)
+GP__REDUCE_SYNC(gp_reduce_max_sync, int, gp__op_max)
+GP__REDUCE_SYNC(gp_reduce_max_sync, unsigned, gp__op_max)
+GP__REDUCE_SYNC(gp_reduce_and_sync, unsigned, gp__op_and)
+GP__REDUCE_SYNC(gp_reduce_or_sync, unsigned, gp__op_or)
+GP__REDUCE_SYNC(gp_reduce_xor_sync, unsigned, gp__op_xor)
+#undef GP__REDUCE_SYNC
+/* CUDA's spellings: nvcc has them from sm_80 (its own, kept); elsewhere these. */
+#if !defined(GP_TARGET_CUDA) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
+#define __reduce_add_sync(m, v) gp_reduce_add_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_min_sync(m, v) gp_reduce_min_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_max_sync(m, v) gp_reduce_max_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_and_sync(m, v) gp_reduce_and_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_or_sync(m, v) gp_reduce_or_sync((gp_lane_mask_t)(m), (v))
+#define __reduce_xor_sync(m, v) gp_reduce_xor_sync((gp_lane_mask_t)(m), (v))
+#endif
+#undef GP__WQ
+#undef GP__WM
+#undef GP__WSITE
+#undef GP__WSITE_ARGS
 
 /* ---- atomics on gp_f16_t and gp_bf16_t (every target) ------------------------------------ */
 /* A compare-and-swap on the aligned 32-bit word holding the value, so they work on every

@@ -1,7 +1,9 @@
 /*
  * kt_cg.cu - gpuport/cooperative_groups.h for test/test_dialect.c: every member of a
  * tile of each size (1 .. the warp width), the block and run-time tiles, the coalesced
- * group of a partial warp, and the grid's sync in a cooperative launch.
+ * group of a partial warp, and the grid's sync in a cooperative launch; groups as the
+ * type-erased thread_group, binary and labeled partitions, reduce() and the shuffles of
+ * user structs, and the __reduce_*_sync functions.
  */
 #include <gpuport/kernel.h>
 #include <gpuport/cooperative_groups.h>
@@ -99,3 +101,133 @@ GP_KERNEL void kt_cg_grid(int *buf, int *out) {
   }
 }
 GP_KERNEL_EXPORT(kt_cg_grid)
+
+/* Functions written once for every group take CUDA's type-erased thread_group. */
+GP_DEVICE int kt_cg_erased(cg::thread_group g) {
+  g.sync();
+  return (int)g.thread_rank() * 1000 + (int)g.size();
+}
+/* A user type for reduce() and the shuffles of classes: three words, the last one half
+ * used. */
+struct kt_cg_summax {
+  int sum, max;
+  short tag;
+};
+struct kt_cg_summax_op {
+  __device__ kt_cg_summax operator()(kt_cg_summax a, kt_cg_summax b) const {
+    kt_cg_summax r;
+    r.sum = a.sum + b.sum;
+    r.max = a.max > b.max ? a.max : b.max;
+    r.tag = (short)(a.tag | b.tag);
+    return r;
+  }
+};
+struct kt_cg_quad {
+  int x, y, z, w;
+};
+struct kt_cg_three_shorts {
+  short a, b, c;
+};
+
+enum { KT_CG_POUTS = 30 };
+/* out[KT_CG_POUTS * g + k], blocks of 96 threads (the last warp is partial at width 64),
+ * value v = in[g]: thread_group from the block, a tile of 8, tiled_partition(b, 16) and
+ * coalesced_threads() (rank * 1000 + size); binary_partition of the warp's tile by v odd:
+ * size, thread_rank, reduce plus and greater in diverged branches, shfl(v, 0);
+ * labeled_partition by v % 3: size, thread_rank, reduce plus, shfl(v, size - 1);
+ * labeled_partition of the binary partition: size, reduce plus; reduce of a struct over a
+ * tile of 8: sum, max, tag; shuffles of a 4-int struct in a tile of 8: shfl(rank + 1).z,
+ * shfl_down(1).y, shfl_xor(1).w, shfl_up(1).x, the maskless gp_shfl_xor(1).y; a 6-byte
+ * struct's gp_shfl(0, width 8).c; __reduce_*_sync over the lanes of v's parity: add, min,
+ * max, and, or, xor; reduce of the struct over the binary partition: sum, max. */
+GP_KERNEL void kt_cg_part(const int *in, int *out) {
+  cg::thread_block b = cg::this_thread_block();
+  const unsigned g = blockIdx.x * b.size() + b.thread_rank();
+  const int v = in[g];
+  int *o = out + KT_CG_POUTS * g;
+  cg::thread_block_tile<GP_WARP_SIZE> t = cg::tiled_partition<GP_WARP_SIZE>(b);
+  cg::thread_block_tile<8> t8 = cg::tiled_partition<8>(b);
+  o[0] = kt_cg_erased(b);
+  o[1] = kt_cg_erased(t8);
+  o[2] = kt_cg_erased(cg::tiled_partition(b, 16));
+  o[3] = kt_cg_erased(cg::coalesced_threads());
+  cg::coalesced_group p = cg::binary_partition(t, v & 1);
+  o[4] = (int)p.size();
+  o[5] = (int)p.thread_rank();
+  if (v & 1) {
+    o[6] = cg::reduce(p, v, cg::plus<int>());
+    o[7] = cg::reduce(p, v, cg::greater<int>());
+  } else {
+    o[6] = cg::reduce(p, v, cg::plus<int>());
+    o[7] = cg::reduce(p, v, cg::greater<int>());
+  }
+  o[8] = p.shfl(v, 0);
+  t.sync();
+  cg::coalesced_group q = cg::labeled_partition(t, v % 3);
+  o[9] = (int)q.size();
+  o[10] = (int)q.thread_rank();
+  o[11] = cg::reduce(q, v, cg::plus<int>());
+  o[12] = q.shfl(v, q.size() - 1);
+  cg::coalesced_group pq = cg::labeled_partition(p, (unsigned)(v % 3));
+  o[13] = (int)pq.size();
+  o[14] = cg::reduce(pq, v, cg::plus<int>());
+  kt_cg_summax s;
+  s.sum = v;
+  s.max = v;
+  s.tag = (short)(1 << t8.thread_rank());
+  s = cg::reduce(t8, s, kt_cg_summax_op());
+  o[15] = s.sum;
+  o[16] = s.max;
+  o[17] = s.tag;
+  kt_cg_quad q4;
+  q4.x = v, q4.y = v + 1, q4.z = v + 2, q4.w = v + 3;
+  o[18] = t8.shfl(q4, (int)t8.thread_rank() + 1).z;
+  o[19] = t8.shfl_down(q4, 1u).y;
+  o[20] = t8.shfl_xor(q4, 1).w;
+  o[21] = t8.shfl_up(q4, 1u).x;
+  o[22] = gp_shfl_xor(q4, 1).y;
+  kt_cg_three_shorts s6;
+  s6.a = (short)v, s6.b = (short)(2 * v), s6.c = (short)(3 * v);
+  o[23] = gp_shfl(s6, 0, 8).c;
+  const gp_lane_mask_t m = gp_ballot_sync(t.lanes(), v & 1);
+  const gp_lane_mask_t mine = (v & 1) ? m : t.lanes() & ~m;
+  o[24] = __reduce_add_sync(mine, v) * 1000 + __reduce_min_sync(mine, v) * 10 + (int)__reduce_min_sync(mine, (unsigned)v);
+  o[25] = __reduce_max_sync(mine, v) * 1000 + (int)__reduce_max_sync(mine, (unsigned)v) * 10 +
+          (int)(__reduce_add_sync(mine, (unsigned)v) % 10u);
+  o[26] = (int)__reduce_and_sync(mine, (unsigned)v) * 100 + (int)__reduce_or_sync(mine, (unsigned)v);
+  o[27] = (int)__reduce_xor_sync(mine, (unsigned)v);
+  kt_cg_summax s0;
+  s0.sum = v, s0.max = v, s0.tag = 0;
+  s0 = cg::reduce(p, s0, kt_cg_summax_op());
+  o[28] = s0.sum;
+  o[29] = s0.max;
+}
+GP_KERNEL_EXPORT(kt_cg_part)
+
+/* Tiles of several warps (CUDA's block_tile_memory): blocks of 256 threads in tiles of
+ * 128; out[3 * g + k] for thread g: thread_rank * 1000 + meta_group_rank * 10 +
+ * meta_group_size, the tile's sum of in (reduce plus), and its maximum of a struct's
+ * field (reduce of a struct). */
+GP_KERNEL void kt_cg_multiwarp(const int *in, int *out) {
+  GP_SHARED(cg::block_tile_memory<256>, scratch, );
+  cg::thread_block b = cg::this_thread_block(scratch);
+  cg::thread_block_tile<128> t = cg::tiled_partition<128>(b);
+  const unsigned g = blockIdx.x * b.size() + b.thread_rank();
+  const int v = in[g];
+  int *o = out + 3 * g;
+  o[0] = (int)t.thread_rank() * 1000 + (int)t.meta_group_rank() * 10 + (int)t.meta_group_size();
+  o[1] = cg::reduce(t, v, cg::plus<int>());
+  kt_cg_summax s;
+  s.sum = 0, s.max = v, s.tag = 0;
+  o[2] = cg::reduce(t, s, kt_cg_summax_op()).max;
+  t.sync();
+}
+GP_KERNEL_EXPORT(kt_cg_multiwarp)
+
+/* reduce() over a tile of several warps of a block given no block_tile_memory: the
+ * launch fails (CPU) with the reason. */
+GP_KERNEL void kt_cg_multiwarp_no_scratch(int *out) {
+  cg::thread_block_tile<128> t = cg::tiled_partition<128>(cg::this_thread_block());
+  out[threadIdx.x] = cg::reduce(t, 1, cg::plus<int>());
+}
+GP_KERNEL_EXPORT(kt_cg_multiwarp_no_scratch)

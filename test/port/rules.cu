@@ -63,3 +63,21 @@ void afterDirective(float **p) {
 #endif
   cudaMalloc(p, 4);
 }
+
+__global__ void warpReduces(const int *in, int *out) {
+  unsigned odd = __ballot_sync(0xffffffff, in[threadIdx.x] & 1);
+  unsigned full = 0xffffffff;
+  out[threadIdx.x] = __reduce_add_sync(full, in[threadIdx.x]);
+  if (in[threadIdx.x] & 1) out[threadIdx.x] += __reduce_max_sync(odd, (unsigned)in[threadIdx.x]);
+}
+
+__global__ void shadowedMask(int *out) {
+  {
+    unsigned mask = 0xffffffff;
+    out[threadIdx.x] = __shfl_sync(mask, out[threadIdx.x], 0);
+  }
+  if (threadIdx.x < 8) {
+    int mask = (1 << 8) - 1;
+    out[threadIdx.x] = __shfl_up_sync(mask, out[threadIdx.x], 1, 8);
+  }
+}

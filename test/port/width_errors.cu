@@ -1,6 +1,6 @@
 // width_errors.cu - warp-width-64 bugs gpuport-port cannot rewrite for certain, and
 // what it cannot map: each is reported as unmapped and the exit status is 2
-// (test/port/check.sh checks each report; not built).
+// (test/port/check.sh checks each report; not built), a host warp_size = 32 too.
 #include <cuda_runtime.h>
 #define WARP_SIZE 32
 #define MASK32 0xffffffff
@@ -45,3 +45,18 @@ static void launchRows(const float *in, float *out, int rows, int cols) {
 }
 
 __managed__ int managedCount;
+
+__global__ void scanRows(int *data, int width) {
+  int v = data[threadIdx.x];
+  for (int i = 1; i < width; i *= 2) {
+    int n = __shfl_up_sync(0xffffffff, v, i, width);
+    if (threadIdx.x % width >= i) v += n;
+  }
+  data[threadIdx.x] = v;
+}
+
+int launchScan(int *d) {
+  int devices, warp_size = 32;
+  scanRows<<<1, 4 * warp_size>>>(d, 32);
+  return devices;
+}
