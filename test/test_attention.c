@@ -32,6 +32,9 @@
 #include "dispatch.h"
 #include "dispatch_hook.h"
 #include "attn_bad_varlen.h"
+#if defined(GP_BUILD_CPU)
+#include "kernels/cpu/attention_cpu.h"
+#endif
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -419,6 +422,18 @@ START_TEST(test_host_scalar) {
   gp__cpu_attn_simd_set(-1);
 }
 END_TEST
+
+#if defined(GP_BUILD_CPU)
+/* The host forward with a K/V store of one 128-key tile per thread: every case with more
+ * than 128 keys converts its keys tile by tile (test_host keeps each head's keys,
+ * converted once, in a store that holds them all). */
+START_TEST(test_host_tilewise) {
+  gp__cpu_attn_store_set(0);
+  run_case(&cases[_i], M_DEFAULT);
+  gp__cpu_attn_store_set(-1);
+}
+END_TEST
+#endif
 
 /* The portable kernel on the executor (cpu backend; GPU backends run it by default). */
 START_TEST(test_portable) {
@@ -912,6 +927,12 @@ static Suite *attention_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_host, 0, NCASES);
   suite_add_tcase(s, tc);
+#if defined(GP_BUILD_CPU)
+  tc = tcase_create("host_tilewise");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_host_tilewise, 0, NCASES);
+  suite_add_tcase(s, tc);
+#endif
   tc = tcase_create("host_scalar");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_host_scalar, 0, NCASES);

@@ -190,8 +190,7 @@ static void p_ds_row(const bwd_job_t *job, tiles_t *t, int64_t r, bool live, int
   }
   for (int64_t c = 0; c < c0; c++) p[c] = 0.0f, ds[c] = 0.0f;
   for (int64_t c = c1 + 1; c < nk; c++) p[c] = 0.0f, ds[c] = 0.0f;
-  (void)gp__cpu_attn_max_scaled(job->simd, p + c0, c1 - c0 + 1, job->p.f.scale);
-  (void)gp__cpu_attn_exp_sum(job->simd, p + c0, c1 - c0 + 1, lse);
+  (void)gp__cpu_attn_exp_sum(job->simd, p + c0, c1 - c0 + 1, job->p.f.scale, lse);
   for (int64_t c = c0; c <= c1; c++) ds[c] = p[c] * (ds[c] - drow);
 }
 

@@ -28,6 +28,11 @@ int gp__cpu_attn_threads(int64_t items);
  * (no thread got its buffers). */
 bool gp__cpu_attn_parallel(void *(*worker)(void *), void *job, int64_t items, atomic_llong *next);
 
+/* Sets the bytes each thread's K/V store of the forward (attention_fwd_cpu.c) may take,
+ * for the whole process (tests: 0 leaves one tile, so every sequence longer than 128
+ * keys converts its keys tile by tile); < 0 returns to the default, 8 MiB. */
+void gp__cpu_attn_store_set(int64_t bytes);
+
 /* Keys per tile of the kvcache host implementation's inner loops (the helpers below;
  * the forward and backward use the GEMM tiles further down). */
 #define GP__CPU_ATTN_BK 64
@@ -65,10 +70,12 @@ void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *
                             float *dst, int64_t ldd);
 /* dst[0..n) = the n elements of dtype at src (element offset off), as f32. */
 void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int dtype, int64_t n);
-/* s[0..n) *= scale; returns their maximum (-inf for n == 0 or a row of -inf). */
-float gp__cpu_attn_max_scaled(bool simd, float *s, int64_t n, float scale);
-/* s[0..n) = exp(s - sub); returns their sum. exp(-inf) is 0. */
-float gp__cpu_attn_exp_sum(bool simd, float *s, int64_t n, float sub);
+/* The maximum of scale * s[0..n) (-inf for n == 0 or a row of -inf); s is not written, so
+ * the scaling costs no pass of its own: the exponentials fold it in. */
+float gp__cpu_attn_max_scaled(bool simd, const float *s, int64_t n, float scale);
+/* s[0..n) = exp(scale * s - sub) (one FMA, then the exponential); returns their sum.
+ * exp(-inf) is 0. */
+float gp__cpu_attn_exp_sum(bool simd, float *s, int64_t n, float scale, float sub);
 
 /* GP_ERROR_INVALID_VALUE (message naming func and the first sequence at fault) when the
  * varlen offsets break the rule of kernels/common/attention_seq.h, or the packed tensors

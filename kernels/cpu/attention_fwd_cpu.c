@@ -37,6 +37,9 @@
  * eight floats, so the rows a GEMM walks down do not all fall in the same cache sets. */
 #define CPU_LDT (CPU_BK + 8)
 #define CPU_MAX_THREADS 256
+/* Default bytes of each thread's K/V store: 2048 keys of head_dim 256 (more keys of
+ * smaller heads). A longer sequence converts its keys tile by tile. */
+#define CPU_STORE_BYTES (8 << 20)
 
 /* Messages name the public function, as the asynchronous error reaches its caller. */
 #define ATTN_ERR(status, ...) gp__error((status), "gp_attention_fwd", __VA_ARGS__)
@@ -44,23 +47,31 @@
 typedef struct job {
   gp__attn_params_t p;
   bool simd;          /* the AVX2 tile build (gp__cpu_attn_simd) */
-  bool direct;        /* f32: q and k read in place */
+  bool direct;        /* f32: q read in place */
   int64_t tiles;      /* query blocks per (sequence, head) */
   int64_t items;      /* batch * heads_q * tiles */
   int64_t total_q;    /* varlen: rows of the packed q (lse's row length) */
+  int64_t cap;        /* keys the per-thread K/V store holds (a multiple of CPU_BK) */
   atomic_llong next;  /* next item to take */
 } job_t;
 
-/* Per-thread tile buffers, f32. K is stored transposed, so both products are the NN
- * GEMM of attention_cpu.h; V and the accumulator rows are padded to a multiple of 8. */
+/* Per-thread buffers, f32, 64-byte aligned. The K/V store holds the converted keys of one
+ * (sequence, key/value head): K transposed (so both products are the NN GEMM of
+ * attention_cpu.h) and V, rows padded to a multiple of 8. A sequence of at most cap keys
+ * keeps key j at column j, each CPU_BK tile converted the first time an item of that
+ * (sequence, head) needs it: the head's query blocks and the query heads of a GQA group
+ * that the thread takes in a row convert it once. A longer sequence converts every tile
+ * into columns [0, CPU_BK) as it goes. */
 typedef struct scratch {
   float *q;   /* [CPU_BQ][head_dim] (f16/bf16: q converted) */
-  float *kr;  /* [CPU_BK][head_dim] (f16/bf16: k converted, before its transposition) */
-  float *kt;  /* [head_dim][CPU_LDT] */
-  float *v;   /* [CPU_BK][ldv] v converted */
+  float *kr;  /* [CPU_BK][head_dim] (f16/bf16: a tile of K converted, before its transposition) */
+  float *kt;  /* [head_dim][ldk] */
+  float *v;   /* [cap][ldv] */
   float *acc; /* [CPU_BQ][dv_pad] */
   float *s;   /* [CPU_BQ][CPU_LDT] scores, then probabilities */
-  int64_t dv_pad, ldv; /* head_dim_v rounded up to 8; that plus 8 (as CPU_LDT) */
+  unsigned char *done; /* [cap / CPU_BK]: tile converted for (b, hk) */
+  int64_t b, hk;       /* whose keys the store holds; -1 none */
+  int64_t dv_pad, ldv, ldk; /* head_dim_v rounded up to 8; that plus 8; cap plus 8 (as CPU_LDT) */
   float m[CPU_BQ], l[CPU_BQ];
 } scratch_t;
 
@@ -112,20 +123,45 @@ static bool locate(const job_t *job, int64_t item, where_t *w) {
   return true;
 }
 
-/* Converts the key tile [j0, j0 + nk) to f32: K transposed into kt, V into v. */
-static void load_kv(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk) {
+/* Converts keys [j0, j0 + nk) (nk <= CPU_BK) of the item's sequence and key/value head
+ * to f32 at column col of the store: K into kt (f16/bf16 through kr's rows, f32
+ * transposed from the tensor), V into v. */
+static void load_kv(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk, int64_t col) {
   const gp__attn_params_t *p = &job->p;
   const int64_t row0 = at->seq.k0 + j0, d = p->head_dim;
   const int64_t k0 = at->b * p->k_bs + row0 * p->k_ss + at->hk * p->k_hs;
-  for (int64_t c = 0; c < nk; c++) {
-    if (!job->direct) gp__cpu_attn_load(job->simd, w->kr + c * d, p->k, k0 + c * p->k_ss, p->dtype, d);
-    gp__cpu_attn_load(job->simd, w->v + c * w->ldv, p->v,
-                      at->b * p->v_bs + (row0 + c) * p->v_ss + at->hk * p->v_hs, p->dtype, p->head_dim_v);
+  float *v = w->v + col * w->ldv;
+  if (job->direct) {
+    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, w->kt + col, w->ldk);
+  } else {
+    for (int64_t c = 0; c < nk; c++) gp__cpu_attn_load(job->simd, w->kr + c * d, p->k, k0 + c * p->k_ss, p->dtype, d);
+    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, w->kt + col, w->ldk);
   }
-  if (job->direct)
-    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, w->kt, CPU_LDT);
-  else
-    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, w->kt, CPU_LDT);
+  for (int64_t c = 0; c < nk; c++)
+    gp__cpu_attn_load(job->simd, v + c * w->ldv, p->v, at->b * p->v_bs + (row0 + c) * p->v_ss + at->hk * p->v_hs,
+                      p->dtype, p->head_dim_v);
+}
+
+/* The column of the store where the key tile at j0 (a multiple of CPU_BK) is, converted:
+ * in the store of the item's (sequence, key/value head) when the sequence fits (tiles
+ * converted the first time), else in columns [0, CPU_BK), converted now. nk: the keys
+ * the item needs; the whole tile is converted, for the items that need more of it. */
+static int64_t kv_tile(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk) {
+  if (at->seq.sk > job->cap) {
+    w->b = -1; /* the store's tiles are overwritten */
+    load_kv(job, w, at, j0, nk, 0);
+    return 0;
+  }
+  if (w->b != at->b || w->hk != at->hk) {
+    memset(w->done, 0, (size_t)(job->cap / CPU_BK));
+    w->b = at->b, w->hk = at->hk;
+  }
+  const int64_t t = j0 / CPU_BK;
+  if (!w->done[t]) {
+    load_kv(job, w, at, j0, at->seq.sk - j0 < CPU_BK ? at->seq.sk - j0 : CPU_BK, j0);
+    w->done[t] = 1;
+  }
+  return j0;
 }
 
 /* The online softmax over one tile's scores (row r at w->s + r * CPU_LDT, nk keys from j0):
@@ -142,12 +178,12 @@ static void softmax_tile(const job_t *job, scratch_t *w, const where_t *at, int6
       memset(s, 0, (size_t)nk * sizeof(float));
       continue;
     }
-    for (int64_t c = 0; c < c0; c++) s[c] = -INFINITY;
-    for (int64_t c = c1 + 1; c < nk; c++) s[c] = -INFINITY;
+    memset(s, 0, (size_t)c0 * sizeof(float));
+    memset(s + c1 + 1, 0, (size_t)(nk - 1 - c1) * sizeof(float));
     float mx = gp__cpu_attn_max_scaled(job->simd, s + c0, c1 - c0 + 1, p->scale);
     mx = mx > w->m[r] ? mx : w->m[r];
     const float corr = expf(w->m[r] - mx); /* exp(-inf) = 0 for the first tile */
-    const float sum = gp__cpu_attn_exp_sum(job->simd, s, nk, mx);
+    const float sum = gp__cpu_attn_exp_sum(job->simd, s + c0, c1 - c0 + 1, p->scale, mx);
     if (corr != 1.0f) gp__cpu_attn_scale_row(w->acc + r * w->dv_pad, corr, w->dv_pad);
     w->l[r] = w->l[r] * corr + sum;
     w->m[r] = mx;
@@ -174,12 +210,19 @@ static void store_rows(const job_t *job, scratch_t *w, const where_t *at) {
 }
 
 /* One work item: query rows [i0, i0 + rows) of head h of sequence b. S = Q K^T and
- * acc += P V run as GEMMs over tiles of CPU_BK keys. */
+ * acc += P V run as GEMMs over the key tiles (at multiples of CPU_BK, as the store keeps
+ * them) that hold a key some row sees. */
 static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   const gp__attn_params_t *p = &job->p;
   where_t at;
   if (!locate(job, item, &at)) return;
   const int64_t d = p->head_dim, dvp = w->dv_pad, q_row = at.seq.q0 + at.i0;
+  int64_t lo, hi, lo_last, hi_last;
+  gp__attn_key_range(at.i0, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo, &hi);
+  gp__attn_key_range(at.i0 + at.rows - 1, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo_last,
+                     &hi_last);
+  hi = hi_last; /* both ends grow with the row */
+
   const float *q = w->q;
   int64_t ldq = d;
   if (job->direct) {
@@ -192,38 +235,38 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   }
   for (int64_t r = 0; r < at.rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.0f;
   memset(w->acc, 0, (size_t)(at.rows * dvp) * sizeof(float));
-
-  int64_t lo, hi, lo_last, hi_last;
-  gp__attn_key_range(at.i0, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo, &hi);
-  gp__attn_key_range(at.i0 + at.rows - 1, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo_last,
-                     &hi_last);
-  hi = hi_last; /* both ends grow with the row */
-  for (int64_t j0 = lo; j0 <= hi; j0 += CPU_BK) {
+  for (int64_t j0 = lo - lo % CPU_BK; j0 <= hi; j0 += CPU_BK) {
     const int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
-    load_kv(job, w, &at, j0, nk);
-    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, w->kt, CPU_LDT, w->s, CPU_LDT, false);
+    const int64_t col = kv_tile(job, w, &at, j0, nk);
+    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, w->kt + col, w->ldk, w->s, CPU_LDT, false);
     softmax_tile(job, w, &at, j0, nk);
-    gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v, w->ldv, w->acc, dvp, true);
+    gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v + col * w->ldv, w->ldv, w->acc, dvp, true);
   }
   store_rows(job, w, &at);
 }
 
 static void *worker(void *arg) {
   job_t *job = (job_t *)arg;
-  const int64_t d = job->p.head_dim, dvp = pad8(job->p.head_dim_v);
+  const int64_t d = job->p.head_dim, dvp = pad8(job->p.head_dim_v), cap = job->cap;
   scratch_t w;
-  const int64_t ldv = dvp + 8;
-  size_t floats = (size_t)(CPU_BQ * d + CPU_BK * d + d * CPU_LDT + CPU_BK * ldv + CPU_BQ * dvp + CPU_BQ * CPU_LDT);
-  /* calloc: the padding columns of the K and V tiles stay zero. */
-  float *buf = (float *)calloc(floats, sizeof(float));
-  if (buf == NULL) return NULL;
-  w.q = buf;
-  w.kr = w.q + CPU_BQ * d;
-  w.kt = w.kr + CPU_BK * d;
-  w.v = w.kt + d * CPU_LDT;
-  w.acc = w.v + CPU_BK * ldv;
-  w.s = w.acc + CPU_BQ * dvp;
-  w.dv_pad = dvp, w.ldv = ldv;
+  const int64_t ldv = dvp + 8, ldk = cap + 8;
+  /* every part a multiple of 16 floats, so each starts 64-byte aligned */
+  const int64_t nq = (CPU_BQ * d + 15) & ~(int64_t)15, nkr = CPU_BK * d, nkt = (d * ldk + 15) & ~(int64_t)15;
+  const int64_t nv = (cap * ldv + 15) & ~(int64_t)15, nacc = CPU_BQ * dvp, ns = CPU_BQ * CPU_LDT;
+  const size_t floats = (size_t)(nq + nkr + nkt + nv + nacc + ns), flags = (size_t)(cap / CPU_BK);
+  void *buf = NULL;
+  if (posix_memalign(&buf, 64, floats * sizeof(float) + flags) != 0) return NULL;
+  /* zeroed: the padding columns of the K and V tiles stay zero */
+  memset(buf, 0, floats * sizeof(float) + flags);
+  w.q = (float *)buf;
+  w.kr = w.q + nq;
+  w.kt = w.kr + nkr;
+  w.v = w.kt + nkt;
+  w.acc = w.v + nv;
+  w.s = w.acc + nacc;
+  w.done = (unsigned char *)(w.s + ns);
+  w.b = w.hk = -1;
+  w.dv_pad = dvp, w.ldv = ldv, w.ldk = ldk;
   for (;;) {
     int64_t item = atomic_fetch_add(&job->next, 1);
     if (item >= job->items) break;
@@ -333,6 +376,23 @@ static gp_status_t run_job(void *user) {
   return GP_SUCCESS;
 }
 
+/* Bytes each thread's K/V store may take (gp__cpu_attn_store_set; < 0: the default). */
+static atomic_llong g_store_bytes = -1;
+
+void gp__cpu_attn_store_set(int64_t bytes) { atomic_store(&g_store_bytes, bytes < 0 ? -1 : bytes); }
+
+/* The keys each thread's K/V store holds: the longest sequence's keys (rounded up to
+ * CPU_BK) where that fits the budget, else as many tiles as it allows, at least one. */
+static int64_t store_keys(const gp__attn_params_t *p) {
+  const int64_t set = atomic_load(&g_store_bytes);
+  const int64_t budget = set >= 0 ? set : CPU_STORE_BYTES;
+  const int64_t per_key = (int64_t)sizeof(float) * (p->head_dim + pad8(p->head_dim_v) + 8);
+  const int64_t want = (p->seqlen_k + CPU_BK - 1) / CPU_BK * CPU_BK;
+  int64_t fit = budget / per_key / CPU_BK * CPU_BK;
+  if (fit < CPU_BK) fit = CPU_BK;
+  return want < fit ? (want > 0 ? want : CPU_BK) : fit;
+}
+
 gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, bool simd,
                                   char *what, size_t what_len) {
   job_t *job = (job_t *)malloc(sizeof(*job));
@@ -343,9 +403,10 @@ gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p
   job->total_q = 0;
   job->simd = simd;
   job->direct = p->dtype == GP_F32;
+  job->cap = store_keys(p);
   atomic_init(&job->next, 0);
-  snprintf(what, what_len, "cpu tiled online softmax, %s (%d x %d tiles, %lld items, up to %d threads)",
+  snprintf(what, what_len, "cpu tiled online softmax, %s (%d x %d tiles, %lld items, up to %d threads, K/V %s)",
            simd ? "avx2+fma" : "scalar", CPU_BQ, CPU_BK, (long long)job->items,
-           gp__cpu_attn_threads(job->items));
+           gp__cpu_attn_threads(job->items), job->cap >= p->seqlen_k ? "converted once per head" : "per tile");
   return gp__be_enqueue_host_work(stream, run_job, job, true);
 }
