@@ -59,6 +59,7 @@ typedef struct bwd_job {
   int atomic_dq;           /* splits share slice 0 */
   bool simd;               /* the AVX2 tile build (gp__cpu_attn_simd) */
   bool direct;             /* f32: the GEMMs read q and dO in place */
+  float scale2;            /* the softmax scale times log2(e): P = 2^(scale2 S - lse log2(e)) */
   int64_t qchunks, kchunks; /* items per (sequence, head) of the pre and post steps */
   int64_t total_q;         /* varlen: rows of the packed q (lse's row length) */
   int step;
@@ -190,8 +191,8 @@ static void p_ds_row(const bwd_job_t *job, tiles_t *t, int64_t r, bool live, int
   }
   for (int64_t c = 0; c < c0; c++) p[c] = 0.0f, ds[c] = 0.0f;
   for (int64_t c = c1 + 1; c < nk; c++) p[c] = 0.0f, ds[c] = 0.0f;
-  (void)gp__cpu_attn_exp_sum(job->simd, p + c0, c1 - c0 + 1, job->p.f.scale, lse);
-  for (int64_t c = c0; c <= c1; c++) ds[c] = p[c] * (ds[c] - drow);
+  (void)gp__cpu_attn_exp2_sum(job->simd, p + c0, c1 - c0 + 1, job->scale2, (float)((double)lse * M_LOG2E));
+  gp__cpu_attn_ds_row(job->simd, ds + c0, p + c0, c1 - c0 + 1, drow);
 }
 
 /* The contributions of query rows i0 .. i0 + rows - 1 (of head h) to the key block at j0:
@@ -228,15 +229,17 @@ static void main_rows(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t 
   gp__cpu_attn_transpose(simd, rows, nk, t->dp, CPU_LDT, t->dst, CPU_LDR);
   gp__cpu_attn_gemm(simd, nk, ng, rows, t->pt, CPU_LDR, g, ldg, t->dv, dvp, true);
   gp__cpu_attn_gemm(simd, nk, nq, rows, t->dst, CPU_LDR, q, ldq, t->dk, dp, true);
+  if (!job->atomic_dq) { /* the rows that see no key of the block add dS = 0 */
+    gp__cpu_attn_gemm(simd, rows, d, nk, t->dp, CPU_LDT, t->kr, dp, dq_acc + i0 * f->heads_q * d, f->heads_q * d,
+                      true);
+    return;
+  }
   gp__cpu_attn_gemm(simd, rows, dp, nk, t->dp, CPU_LDT, t->kr, dp, t->dq, dp, false);
   for (int64_t r = 0; r < rows; r++) {
     if (!live[r]) continue;
     const float *y = t->dq + r * dp;
     float *row = dq_acc + (i0 + r) * f->heads_q * d;
-    if (job->atomic_dq)
-      for (int64_t e = 0; e < d; e++) atomic_add_f32(row + e, y[e]);
-    else
-      for (int64_t e = 0; e < d; e++) row[e] += y[e];
+    for (int64_t e = 0; e < d; e++) atomic_add_f32(row + e, y[e]);
   }
 }
 
@@ -342,8 +345,11 @@ static void *worker(void *arg) {
   float *buf = NULL;
   tiles_t t;
   if (job->step == STEP_MAIN) {
-    buf = (float *)calloc(tiles_floats(f->head_dim, f->head_dim_v), sizeof(float));
-    if (buf == NULL) return NULL; /* takes no item; the caller retries or reports */
+    /* 64-byte aligned (every tile's size is a multiple of 8 floats: each starts 32-byte
+     * aligned, so no vector load of a row start splits a cache line), zeroed */
+    const size_t bytes = tiles_floats(f->head_dim, f->head_dim_v) * sizeof(float);
+    if (posix_memalign((void **)&buf, 64, bytes) != 0) return NULL; /* takes no item; the caller retries or reports */
+    memset(buf, 0, bytes);
     tiles_init(&t, buf, f->head_dim, f->head_dim_v);
   }
   for (;;) {
@@ -411,6 +417,7 @@ gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_
   job->total_q = 0;
   job->simd = simd;
   job->direct = f->dtype == GP_F32;
+  job->scale2 = (float)((double)f->scale * M_LOG2E);
   job->step = STEP_PRE;
   job->items = 0;
   atomic_init(&job->next, 0);

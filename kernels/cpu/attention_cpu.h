@@ -73,9 +73,14 @@ void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int 
 /* The maximum of scale * s[0..n) (-inf for n == 0 or a row of -inf); s is not written, so
  * the scaling costs no pass of its own: the exponentials fold it in. */
 float gp__cpu_attn_max_scaled(bool simd, const float *s, int64_t n, float scale);
-/* s[0..n) = exp(scale * s - sub) (one FMA, then the exponential); returns their sum.
- * exp(-inf) is 0. */
-float gp__cpu_attn_exp_sum(bool simd, float *s, int64_t n, float scale, float sub);
+/* s[0..n) = 2^(scale * s - sub) (one FMA, then the exponential); returns their sum.
+ * Base 2, so the caller passes its softmax scale times log2(e) and its maximum (or lse) in
+ * the same units. The AVX2 build gives 2^-125 for anything smaller (the portable one 0):
+ * beside the row's maximum, 2^0, no sum of exponentials can see the difference. */
+float gp__cpu_attn_exp2_sum(bool simd, float *s, int64_t n, float scale, float sub);
+
+/* ds[0..n) = p * (ds - d): the backward's dS from P, dP and the row's D. */
+void gp__cpu_attn_ds_row(bool simd, float *ds, const float *p, int64_t n, float d);
 
 /* GP_ERROR_INVALID_VALUE (message naming func and the first sequence at fault) when the
  * varlen offsets break the rule of kernels/common/attention_seq.h, or the packed tensors

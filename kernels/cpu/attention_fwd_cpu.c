@@ -48,6 +48,7 @@ typedef struct job {
   gp__attn_params_t p;
   bool simd;          /* the AVX2 tile build (gp__cpu_attn_simd) */
   bool direct;        /* f32: q read in place */
+  float scale2;       /* the softmax scale times log2(e): m and the exponentials in base 2 */
   int64_t tiles;      /* query blocks per (sequence, head) */
   int64_t items;      /* batch * heads_q * tiles */
   int64_t total_q;    /* varlen: rows of the packed q (lse's row length) */
@@ -72,7 +73,7 @@ typedef struct scratch {
   unsigned char *done; /* [cap / CPU_BK]: tile converted for (b, hk) */
   int64_t b, hk;       /* whose keys the store holds; -1 none */
   int64_t dv_pad, ldv, ldk; /* head_dim_v rounded up to 8; that plus 8; cap plus 8 (as CPU_LDT) */
-  float m[CPU_BQ], l[CPU_BQ];
+  float m[CPU_BQ], l[CPU_BQ]; /* per row: the maximum of scale2 * s (base 2), the sum */
 } scratch_t;
 
 static int64_t pad8(int64_t n) { return (n + 7) & ~(int64_t)7; }
@@ -180,10 +181,10 @@ static void softmax_tile(const job_t *job, scratch_t *w, const where_t *at, int6
     }
     memset(s, 0, (size_t)c0 * sizeof(float));
     memset(s + c1 + 1, 0, (size_t)(nk - 1 - c1) * sizeof(float));
-    float mx = gp__cpu_attn_max_scaled(job->simd, s + c0, c1 - c0 + 1, p->scale);
+    float mx = gp__cpu_attn_max_scaled(job->simd, s + c0, c1 - c0 + 1, job->scale2);
     mx = mx > w->m[r] ? mx : w->m[r];
-    const float corr = expf(w->m[r] - mx); /* exp(-inf) = 0 for the first tile */
-    const float sum = gp__cpu_attn_exp_sum(job->simd, s + c0, c1 - c0 + 1, p->scale, mx);
+    const float corr = exp2f(w->m[r] - mx); /* 2^-inf = 0 for the first tile */
+    const float sum = gp__cpu_attn_exp2_sum(job->simd, s + c0, c1 - c0 + 1, job->scale2, mx);
     if (corr != 1.0f) gp__cpu_attn_scale_row(w->acc + r * w->dv_pad, corr, w->dv_pad);
     w->l[r] = w->l[r] * corr + sum;
     w->m[r] = mx;
@@ -200,7 +201,7 @@ static void store_rows(const job_t *job, scratch_t *w, const where_t *at) {
     gp__cpu_attn_store_row(p->o, o_off, p->dtype, w->acc + r * w->dv_pad, empty ? 0.0f : 1.0f / w->l[r],
                            p->head_dim_v);
     if (p->lse) {
-      const float v = empty ? -INFINITY : w->m[r] + logf(w->l[r]);
+      const float v = empty ? -INFINITY : (float)(((double)w->m[r] + log2((double)w->l[r])) * M_LN2);
       if (p->cu_q)
         p->lse[at->h * job->total_q + q_row] = v;
       else
@@ -403,6 +404,7 @@ gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p
   job->total_q = 0;
   job->simd = simd;
   job->direct = p->dtype == GP_F32;
+  job->scale2 = (float)((double)p->scale * M_LOG2E);
   job->cap = store_keys(p);
   atomic_init(&job->next, 0);
   snprintf(what, what_len, "cpu tiled online softmax, %s (%d x %d tiles, %lld items, up to %d threads, K/V %s)",

@@ -51,13 +51,17 @@ static float max_scaled_c(const float *s, int64_t n, float scale) {
   return mx;
 }
 
-static float exp_sum_c(float *s, int64_t n, float scale, float sub) {
+static float exp2_sum_c(float *s, int64_t n, float scale, float sub) {
   float sum = 0.0f;
   for (int64_t c = 0; c < n; c++) {
-    s[c] = expf(s[c] * scale - sub); /* no fmaf: the baseline ISA has no FMA (a libm call) */
+    s[c] = exp2f(s[c] * scale - sub); /* no fmaf: the baseline ISA has no FMA (a libm call) */
     sum += s[c];
   }
   return sum;
+}
+
+static void ds_row_c(float *restrict ds, const float *restrict p, int64_t n, float d) {
+  for (int64_t c = 0; c < n; c++) ds[c] = p[c] * (ds[c] - d);
 }
 
 static void transpose_c(int64_t rows, int64_t cols, const float *restrict src, int64_t lds,
@@ -135,31 +139,29 @@ static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int6
   }
 }
 
-/* exp(x) for eight lanes: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, so r is
- * exact), exp(r) by a degree-5 polynomial (relative-error minimax on [-ln2/2, ln2/2], fitted
- * for this file: 9e-8 in exact arithmetic, under 1.7e-7 (3 ulp) in float with its FMAs),
- * 2^n put in the exponent field. n comes from one FMA: adding 1.5 * 2^23 + 127 rounds
- * x log2(e) to an integer and leaves n + 127 in the low mantissa bits, which the shift
- * moves into the exponent field. Below -87.3 (exp(x) under FLT_MIN, and -inf) the result
- * is 0; above 88.3 (past FLT_MAX) x is taken as 88.3. The softmax's exponentials take a
- * third of a forward's vector work besides its GEMMs, hence the shorter chain. */
-AVX2_INLINE __m256 exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3f), magic = _mm256_set1_ps(12582912.0f + 127.0f);
-  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.3f));
-  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-  const __m256 n = _mm256_sub_ps(t, magic);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(8.2903131843e-3f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1897930205e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6667635739e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.9999150634e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(9.9999970198e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+/* 2^u for eight lanes: u = n + f with n an integer and |f| <= 1/2, 2^f by a degree-5
+ * polynomial (relative-error minimax on [-1/2, 1/2], fitted for this file: 9e-8 in exact
+ * arithmetic, under 1.9e-7 (3 ulp) in float with its FMAs), 2^n added to the exponent
+ * field as an integer. n comes from one addition: adding 1.5 * 2^23 rounds u to an
+ * integer and leaves it in the low mantissa bits, which the shift moves to the exponent
+ * field (a negative n wraps modulo 2^32, as the addition to y's bits needs). u is clamped
+ * to [-125, 127], so every result is a normal float: 2^-125 (2.4e-38) stands for anything
+ * smaller, -inf included, and 2^127 for anything larger. Base 2 and no multiplication by
+ * 2^n: the softmax's exponentials are the forward's largest cost besides its GEMMs, and
+ * this form needs six FMAs where exp(x) (a reduction by ln2 in two parts) needs ten. */
+AVX2_INLINE __m256 exp2_8(__m256 u) {
+  const __m256 magic = _mm256_set1_ps(12582912.0f); /* 1.5 * 2^23 */
+  u = _mm256_min_ps(_mm256_max_ps(u, _mm256_set1_ps(-125.0f)), _mm256_set1_ps(127.0f));
+  const __m256 t = _mm256_add_ps(u, magic);
+  const __m256 f = _mm256_sub_ps(u, _mm256_sub_ps(t, magic));
+  __m256 y = _mm256_set1_ps(1.3264726149e-3f);
+  y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(9.6715129912e-3f));
+  y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(5.5507335812e-2f));
+  y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(2.4022242427e-1f));
+  y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(6.9314700365e-1f));
+  y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(1.0f));
   const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(t), 23);
-  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-  return _mm256_andnot_ps(under, y);
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(y), e));
 }
 
 static AVX2 float hmax8(__m256 v) {
@@ -189,35 +191,32 @@ static AVX2 float max_scaled_avx2(const float *s, int64_t n, float scale) {
   return mx;
 }
 
-/* Two vectors per step: the polynomials of two independent vectors overlap, where one
- * alone waits on its own chain of FMAs. */
-static AVX2 float exp_sum_avx2(float *s, int64_t n, float scale, float sub) {
+static AVX2 float exp2_sum_avx2(float *s, int64_t n, float scale, float sub) {
   const __m256 sc = _mm256_set1_ps(scale), m = _mm256_set1_ps(-sub);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps();
   int64_t c = 0;
-  for (; c + 16 <= n; c += 16) {
-    const __m256 y0 = exp8(_mm256_fmadd_ps(_mm256_loadu_ps(s + c), sc, m));
-    const __m256 y1 = exp8(_mm256_fmadd_ps(_mm256_loadu_ps(s + c + 8), sc, m));
-    _mm256_storeu_ps(s + c, y0);
-    _mm256_storeu_ps(s + c + 8, y1);
-    acc0 = _mm256_add_ps(acc0, y0);
-    acc1 = _mm256_add_ps(acc1, y1);
-  }
   for (; c + 8 <= n; c += 8) {
-    const __m256 y = exp8(_mm256_fmadd_ps(_mm256_loadu_ps(s + c), sc, m));
+    const __m256 y = exp2_8(_mm256_fmadd_ps(_mm256_loadu_ps(s + c), sc, m));
     _mm256_storeu_ps(s + c, y);
-    acc0 = _mm256_add_ps(acc0, y);
+    acc = _mm256_add_ps(acc, y);
   }
-  if (c < n) { /* the tail through one vector, padded with -inf (exp 0) */
-    float t[8];
-    for (int u = 0; u < 8; u++) t[u] = c + u < n ? fmaf(s[c + u], scale, -sub) : -INFINITY;
-    const __m256 y = exp8(_mm256_loadu_ps(t));
-    _mm256_storeu_ps(t, y);
-    acc0 = _mm256_add_ps(acc0, y);
-    for (int64_t u = 0; c + u < n; u++) s[c + u] = t[u];
+  float sum = hsum8(acc);
+  if (c < n) { /* the tail through one vector; only its n - c lanes are summed */
+    float t[8] = {0};
+    for (int64_t u = 0; c + u < n; u++) t[u] = fmaf(s[c + u], scale, -sub);
+    _mm256_storeu_ps(t, exp2_8(_mm256_loadu_ps(t)));
+    for (int64_t u = 0; c + u < n; u++) s[c + u] = t[u], sum += t[u];
   }
-  return hsum8(_mm256_add_ps(acc0, acc1));
+  return sum;
 }
+static AVX2 void ds_row_avx2(float *ds, const float *p, int64_t n, float d) {
+  const __m256 dv = _mm256_set1_ps(d);
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    _mm256_storeu_ps(ds + c, _mm256_mul_ps(_mm256_loadu_ps(p + c), _mm256_sub_ps(_mm256_loadu_ps(ds + c), dv)));
+  ds_row_c(ds + c, p + c, n - c, d);
+}
+
 /* dst[c][r] = src[r][c] for an 8 x 8 block, in registers. */
 AVX2_INLINE void transpose8(const float *src, int64_t lds, float *dst, int64_t ldd) {
   __m256 r[8], t[8];
@@ -317,10 +316,21 @@ float gp__cpu_attn_max_scaled(bool simd, const float *s, int64_t n, float scale)
   return max_scaled_c(s, n, scale);
 }
 
-float gp__cpu_attn_exp_sum(bool simd, float *s, int64_t n, float scale, float sub) {
+void gp__cpu_attn_ds_row(bool simd, float *ds, const float *p, int64_t n, float d) {
 #if HAVE_X86
-  if (simd) return exp_sum_avx2(s, n, scale, sub);
+  if (simd) {
+    ds_row_avx2(ds, p, n, d);
+    return;
+  }
 #endif
   (void)simd;
-  return exp_sum_c(s, n, scale, sub);
+  ds_row_c(ds, p, n, d);
+}
+
+float gp__cpu_attn_exp2_sum(bool simd, float *s, int64_t n, float scale, float sub) {
+#if HAVE_X86
+  if (simd) return exp2_sum_avx2(s, n, scale, sub);
+#endif
+  (void)simd;
+  return exp2_sum_c(s, n, scale, sub);
 }
