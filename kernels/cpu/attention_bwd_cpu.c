@@ -285,9 +285,9 @@ static void main_item(const bwd_job_t *job, tiles_t *t, int64_t item) {
         memcpy(p->ws_dk + (row * hq + h) * d, t->dk + c * t->dpad, (size_t)d * sizeof(float));
         memcpy(p->ws_dv + (row * hq + h) * dv, t->dv + c * t->dvpad, (size_t)dv * sizeof(float));
       } else {
-        gp__cpu_attn_store_row(p->dk, b * f->k_bs + (s.k0 + j0 + c) * f->k_ss + hk * f->k_hs,
+        gp__cpu_attn_store(job->simd, p->dk, b * f->k_bs + (s.k0 + j0 + c) * f->k_ss + hk * f->k_hs,
                                f->dtype, t->dk + c * t->dpad, f->scale, d);
-        gp__cpu_attn_store_row(p->dv, b * f->v_bs + (s.k0 + j0 + c) * f->v_ss + hk * f->v_hs,
+        gp__cpu_attn_store(job->simd, p->dv, b * f->v_bs + (s.k0 + j0 + c) * f->v_ss + hk * f->v_hs,
                                f->dtype, t->dv + c * t->dvpad, 1.0f, dv);
       }
     }
@@ -308,7 +308,7 @@ static void post_dq(const bwd_job_t *job, int64_t item) {
     for (int64_t e = 0; e < d; e++) x[e] = 0.0f;
     for (int64_t sl = 0; sl < p->nslices; sl++)
       for (int64_t e = 0; e < d; e++) x[e] += acc[sl * p->rows_q * hq * d + e];
-    gp__cpu_attn_store_row(p->dq, b * p->f.q_bs + (s.q0 + i) * p->f.q_ss + h * p->f.q_hs,
+    gp__cpu_attn_store(job->simd, p->dq, b * p->f.q_bs + (s.q0 + i) * p->f.q_ss + h * p->f.q_hs,
                            p->f.dtype, x, p->f.scale, d);
   }
 }
@@ -326,12 +326,12 @@ static void post_dkv(const bwd_job_t *job, int64_t item) {
     for (int64_t e = 0; e < d; e++) x[e] = 0.0f;
     for (int64_t g = 0; g < group; g++)
       for (int64_t e = 0; e < d; e++) x[e] += p->ws_dk[(row * hq + hk * group + g) * d + e];
-    gp__cpu_attn_store_row(p->dk, b * p->f.k_bs + (s.k0 + j) * p->f.k_ss + hk * p->f.k_hs,
+    gp__cpu_attn_store(job->simd, p->dk, b * p->f.k_bs + (s.k0 + j) * p->f.k_ss + hk * p->f.k_hs,
                            p->f.dtype, x, p->f.scale, d);
     for (int64_t e = 0; e < dv; e++) x[e] = 0.0f;
     for (int64_t g = 0; g < group; g++)
       for (int64_t e = 0; e < dv; e++) x[e] += p->ws_dv[(row * hq + hk * group + g) * dv + e];
-    gp__cpu_attn_store_row(p->dv, b * p->f.v_bs + (s.k0 + j) * p->f.v_ss + hk * p->f.v_hs,
+    gp__cpu_attn_store(job->simd, p->dv, b * p->f.v_bs + (s.k0 + j) * p->f.v_ss + hk * p->f.v_hs,
                            p->f.dtype, x, 1.0f, dv);
   }
 }

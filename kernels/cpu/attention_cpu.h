@@ -70,6 +70,9 @@ void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *
                             float *dst, int64_t ldd);
 /* dst[0..n) = the n elements of dtype at src (element offset off), as f32. */
 void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int dtype, int64_t n);
+/* dst (element offset off) = src[0..n) * mul rounded to dtype, as gp__cpu_attn_store_row;
+ * the AVX2 build converts f32 and bf16 eight at a time. */
+void gp__cpu_attn_store(bool simd, void *dst, int64_t off, int dtype, const float *src, float mul, int64_t n);
 /* The maximum of scale * s[0..n) (-inf for n == 0 or a row of -inf); s is not written, so
  * the scaling costs no pass of its own: the exponentials fold it in. */
 float gp__cpu_attn_max_scaled(bool simd, const float *s, int64_t n, float scale);

@@ -198,7 +198,7 @@ static void store_rows(const job_t *job, scratch_t *w, const where_t *at) {
     const int64_t i = at->i0 + r, q_row = at->seq.q0 + i;
     const int64_t o_off = at->b * p->o_bs + q_row * p->o_ss + at->h * p->o_hs;
     const bool empty = w->l[r] == 0.0f;
-    gp__cpu_attn_store_row(p->o, o_off, p->dtype, w->acc + r * w->dv_pad, empty ? 0.0f : 1.0f / w->l[r],
+    gp__cpu_attn_store(job->simd, p->o, o_off, p->dtype, w->acc + r * w->dv_pad, empty ? 0.0f : 1.0f / w->l[r],
                            p->head_dim_v);
     if (p->lse) {
       const float v = empty ? -INFINITY : (float)(((double)w->m[r] + log2((double)w->l[r])) * M_LN2);

@@ -264,6 +264,32 @@ static AVX2 void load_avx2(float *dst, const void *src, int64_t off, int dtype, 
   }
   if (c < n) gp__cpu_attn_load_row(dst + c, 1, src, off + c, dtype, n - c);
 }
+/* f32 and bf16 eight at a time (bf16 rounded as gp_bf16_from_f32: to nearest even, a NaN
+ * kept quiet); f16 and the tail by the portable loop. */
+static AVX2 void store_avx2(void *dst, int64_t off, int dtype, const float *src, float mul, int64_t n) {
+  const __m256 mv = _mm256_set1_ps(mul);
+  int64_t c = 0;
+  if (dtype == GP_F32) {
+    float *d = (float *)dst + off;
+    for (; c + 8 <= n; c += 8) _mm256_storeu_ps(d + c, _mm256_mul_ps(_mm256_loadu_ps(src + c), mv));
+  } else if (dtype == GP_BF16) {
+    uint16_t *d = (uint16_t *)dst + off;
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+    for (; c + 8 <= n; c += 8) {
+      const __m256i u = _mm256_castps_si256(_mm256_mul_ps(_mm256_loadu_ps(src + c), mv));
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+      const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+      const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(half, odd)), 16);
+      const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+      const __m256i b = _mm256_blendv_epi8(r, q, nan);
+      /* 32-bit lanes to 16: the pack works within each 128-bit half, the permute joins them */
+      const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0x08);
+      _mm_storeu_si128((__m128i *)(d + c), _mm256_castsi256_si128(p));
+    }
+  }
+  if (c < n) gp__cpu_attn_store_row(dst, off + c, dtype, src + c, mul, n - c);
+}
 #endif /* HAVE_X86 */
 
 /* ---- the entry points ------------------------------------------------------------------ */
@@ -306,6 +332,17 @@ void gp__cpu_attn_load(bool simd, float *dst, const void *src, int64_t off, int 
 #endif
   (void)simd;
   gp__cpu_attn_load_row(dst, 1, src, off, dtype, n);
+}
+
+void gp__cpu_attn_store(bool simd, void *dst, int64_t off, int dtype, const float *src, float mul, int64_t n) {
+#if HAVE_X86
+  if (simd) {
+    store_avx2(dst, off, dtype, src, mul, n);
+    return;
+  }
+#endif
+  (void)simd;
+  gp__cpu_attn_store_row(dst, off, dtype, src, mul, n);
 }
 
 float gp__cpu_attn_max_scaled(bool simd, const float *s, int64_t n, float scale) {
