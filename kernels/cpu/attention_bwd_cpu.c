@@ -12,8 +12,8 @@
  *         stored): S = scale Q K^T, P = exp(S - lse), dP = dO V^T, dS = P (dP - D), then
  *         dV += P^T dO, dK += dS^T Q (per-key f32 accumulators of the block) and
  *         dq = dS K (added to each row's accumulator slice once per key block): five
- *         GEMM tiles (attention_tile_cpu.c, P and dS transposed for two of them) and one
- *         vectorised exp pass per row. At the end of the block dK (scaled) and dV are
+ *         GEMM tiles (attention_tile_cpu.c; the TN form reads P and dS down their
+ *         columns for two of them) and one vectorised exp pass per row. At the end of the block dK (scaled) and dV are
  *         stored, or, with GQA/MQA, kept in f32 per query head in the workspace.
  *   post  items (sequence, query head, 32 rows): dq = scale * (sum of the slices, in
  *         order); with GQA/MQA, items (sequence, key/value head, 32 key rows):
@@ -45,10 +45,9 @@
 #define CPU_BK 128  /* keys per key block */
 #define CPU_ROWS 32 /* rows per item of the pre and post steps */
 #define CPU_RB 64   /* query rows per group in the main step */
-/* Leading dimensions of the tiles with CPU_BK and CPU_RB columns: eight floats more, so
- * the rows a GEMM walks down do not all fall in the same cache sets. */
+/* Leading dimension of the tiles with CPU_BK columns: eight floats more, so the rows a
+ * GEMM walks down do not all fall in the same cache sets. */
 #define CPU_LDT (CPU_BK + 8)
-#define CPU_LDR (CPU_RB + 8)
 
 #define BWD_ERR(status, ...) gp__error((status), "gp_attention_bwd", __VA_ARGS__)
 
@@ -125,15 +124,13 @@ typedef struct tiles {
   float *dq;  /* [CPU_RB][dp] */
   float *s;   /* [CPU_RB][CPU_LDT] scores, then P */
   float *dp;  /* [CPU_RB][CPU_LDT] dP, then dS */
-  float *pt;  /* [CPU_BK][CPU_LDR] P transposed */
-  float *dst; /* [CPU_BK][CPU_LDR] dS transposed */
   int64_t dpad, dvpad;
 } tiles_t;
 
 static size_t tiles_floats(int64_t d, int64_t dv) {
   int64_t dp = pad8(d), dvp = pad8(dv);
   return (size_t)(2 * CPU_BK * dp + (d + dv) * CPU_LDT + CPU_BK * dvp + CPU_RB * (2 * dp + dvp) +
-                  2 * CPU_RB * CPU_LDT + 2 * CPU_BK * CPU_LDR);
+                  2 * CPU_RB * CPU_LDT);
 }
 
 static void tiles_init(tiles_t *t, float *buf, int64_t d, int64_t dv) {
@@ -148,8 +145,6 @@ static void tiles_init(tiles_t *t, float *buf, int64_t d, int64_t dv) {
   t->dq = t->g + CPU_RB * t->dvpad;
   t->s = t->dq + CPU_RB * t->dpad;
   t->dp = t->s + CPU_RB * CPU_LDT;
-  t->pt = t->dp + CPU_RB * CPU_LDT;
-  t->dst = t->pt + CPU_BK * CPU_LDR;
 }
 
 /* Query row i as row r of the group: its keys in the block at j0 (nk keys) as columns
@@ -225,10 +220,8 @@ static void main_rows(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t 
   for (int64_t r = 0; r < rows; r++)
     p_ds_row(job, t, r, live[r], c0[r], c1[r], nk, lse[r],
              live[r] ? job->p.ws_d[(s->wq + i0 + r) * f->heads_q + h] : 0.0f);
-  gp__cpu_attn_transpose(simd, rows, nk, t->s, CPU_LDT, t->pt, CPU_LDR);
-  gp__cpu_attn_transpose(simd, rows, nk, t->dp, CPU_LDT, t->dst, CPU_LDR);
-  gp__cpu_attn_gemm(simd, nk, ng, rows, t->pt, CPU_LDR, g, ldg, t->dv, dvp, true);
-  gp__cpu_attn_gemm(simd, nk, nq, rows, t->dst, CPU_LDR, q, ldq, t->dk, dp, true);
+  gp__cpu_attn_gemm_tn(simd, nk, ng, rows, t->s, CPU_LDT, g, ldg, t->dv, dvp, true);
+  gp__cpu_attn_gemm_tn(simd, nk, nq, rows, t->dp, CPU_LDT, q, ldq, t->dk, dp, true);
   if (!job->atomic_dq) { /* the rows that see no key of the block add dS = 0 */
     gp__cpu_attn_gemm(simd, rows, d, nk, t->dp, CPU_LDT, t->kr, dp, dq_acc + i0 * f->heads_q * d, f->heads_q * d,
                       true);

@@ -65,6 +65,10 @@ static inline void gp__cpu_attn_axpy(float *restrict acc, float p, const float *
  * dimensions lda, ldb, ldc (elements). */
 void gp__cpu_attn_gemm(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float *c, int64_t ldc, bool acc);
+/* C[m][n] = A^T B, or C += A^T B when acc, with A stored [k][m] (leading dimension lda):
+ * as gp__cpu_attn_gemm, A read down its columns. */
+void gp__cpu_attn_gemm_tn(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float *c, int64_t ldc, bool acc);
 /* dst[c][r] = src[r][c] for r < rows, c < cols (leading dimensions lds, ldd). */
 void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *src, int64_t lds,
                             float *dst, int64_t ldd);

@@ -8,8 +8,9 @@
  * machine that has AVX2, so both are tested.
  *
  * The GEMM is the NN form C[m][n] (+)= A[m][k] B[k][n] on row-major operands with any
- * leading dimensions: every product of the forward and backward is written in this form
- * by transposing the small tiles it needs transposed. The AVX2 build keeps a 6 x 16
+ * leading dimensions, or the TN form with A stored transposed (the backward's P^T dO and
+ * dS^T Q, whose A is read down its columns in place of a transposed copy); K is
+ * transposed once per tile for the NN form of Q K^T. The AVX2 build keeps a 6 x 16
  * block of C in twelve registers while k advances: per step two loads of B and six
  * broadcasts of A feed twelve FMAs.
  */
@@ -30,13 +31,14 @@
 
 /* ---- portable builds ----------------------------------------------------------------- */
 
-static void gemm_c(int64_t m, int64_t n, int64_t k, const float *restrict a, int64_t lda,
+/* A's element (i, p) is a[i * sai + p * sap]: (lda, 1) for A, (1, lda) for A^T stored. */
+static void gemm_c(int64_t m, int64_t n, int64_t k, const float *restrict a, int64_t sai, int64_t sap,
                    const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc, bool acc) {
   for (int64_t i = 0; i < m; i++) {
     float *restrict ci = c + i * ldc;
     if (!acc) memset(ci, 0, (size_t)n * sizeof(float));
     for (int64_t p = 0; p < k; p++) {
-      const float aip = a[i * lda + p], *restrict bp = b + p * ldb;
+      const float aip = a[i * sai + p * sap], *restrict bp = b + p * ldb;
       for (int64_t j = 0; j < n; j++) ci[j] += aip * bp[j];
     }
   }
@@ -73,9 +75,10 @@ static void transpose_c(int64_t rows, int64_t cols, const float *restrict src, i
 /* ---- AVX2 + FMA ------------------------------------------------------------------------- */
 #if HAVE_X86
 
-/* C[0..MR)[0..8 NV) (+)= A[0..MR)[0..k) B[0..k)[0..8 NV): MR and NV are constants at
- * every call, so the loops unroll and the accumulators stay in registers. */
-AVX2_INLINE void block(int MR, int NV, int64_t k, const float *a, int64_t lda, const float *b,
+/* C[0..MR)[0..8 NV) (+)= A[0..MR)[0..k) B[0..k)[0..8 NV), A's element (i, p) at
+ * a[i * sai + p * sap]: MR and NV are constants at every call, so the loops unroll and the
+ * accumulators stay in registers. */
+AVX2_INLINE void block(int MR, int NV, int64_t k, const float *a, int64_t sai, int64_t sap, const float *b,
                        int64_t ldb, float *c, int64_t ldc, bool acc) {
   __m256 r[6][2];
 #pragma GCC unroll 6
@@ -88,7 +91,7 @@ AVX2_INLINE void block(int MR, int NV, int64_t k, const float *a, int64_t lda, c
     for (int j = 0; j < NV; j++) bv[j] = _mm256_loadu_ps(b + p * ldb + 8 * j);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++) {
-      const __m256 av = _mm256_broadcast_ss(a + i * lda + p);
+      const __m256 av = _mm256_broadcast_ss(a + i * sai + p * sap);
 #pragma GCC unroll 2
       for (int j = 0; j < NV; j++) r[i][j] = _mm256_fmadd_ps(av, bv[j], r[i][j]);
     }
@@ -100,10 +103,10 @@ AVX2_INLINE void block(int MR, int NV, int64_t k, const float *a, int64_t lda, c
 }
 
 #define BLOCK_CASE(MR, NV) \
-  case MR * 2 + NV - 1: block(MR, NV, k, a, lda, b, ldb, c, ldc, acc); break
+  case MR * 2 + NV - 1: block(MR, NV, k, a, sai, sap, b, ldb, c, ldc, acc); break
 
 /* The block of mr (1..6) rows and nv (1..2) vectors of eight columns. */
-static AVX2 void block_any(int mr, int nv, int64_t k, const float *a, int64_t lda, const float *b,
+static AVX2 void block_any(int mr, int nv, int64_t k, const float *a, int64_t sai, int64_t sap, const float *b,
                            int64_t ldb, float *c, int64_t ldc, bool acc) {
   switch (mr * 2 + nv - 1) {
     BLOCK_CASE(1, 1); BLOCK_CASE(1, 2); BLOCK_CASE(2, 1); BLOCK_CASE(2, 2);
@@ -114,7 +117,7 @@ static AVX2 void block_any(int mr, int nv, int64_t k, const float *a, int64_t ld
 }
 #undef BLOCK_CASE
 
-static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t sai, int64_t sap,
                            const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
   const int64_t n8 = n & ~(int64_t)7;
   for (int64_t j = 0; j < n8; j += 16) {
@@ -122,9 +125,9 @@ static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int6
     for (int64_t i = 0; i < m; i += 6) {
       const int64_t mr = m - i < 6 ? m - i : 6;
       if (mr == 6 && nv == 2)
-        block(6, 2, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+        block(6, 2, k, a + i * sai, sai, sap, b + j, ldb, c + i * ldc + j, ldc, acc);
       else
-        block_any((int)mr, nv, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+        block_any((int)mr, nv, k, a + i * sai, sai, sap, b + j, ldb, c + i * ldc + j, ldc, acc);
     }
   }
   if (n8 < n) { /* the last columns (fewer than eight) */
@@ -132,7 +135,7 @@ static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int6
       float *ci = c + i * ldc + n8;
       for (int64_t j = 0; j < n - n8; j++) {
         float s = acc ? ci[j] : 0.0f;
-        for (int64_t p = 0; p < k; p++) s += a[i * lda + p] * b[p * ldb + n8 + j];
+        for (int64_t p = 0; p < k; p++) s += a[i * sai + p * sap] * b[p * ldb + n8 + j];
         ci[j] = s;
       }
     }
@@ -294,17 +297,28 @@ static AVX2 void store_avx2(void *dst, int64_t off, int dtype, const float *src,
 
 /* ---- the entry points ------------------------------------------------------------------ */
 
-void gp__cpu_attn_gemm(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                       const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
+/* Both forms through one GEMM: A's element (i, p) at a[i * sai + p * sap]. */
+static void gemm_any(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t sai, int64_t sap,
+                     const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
   if (m <= 0 || n <= 0) return;
 #if HAVE_X86
   if (simd) {
-    gemm_avx2(m, n, k, a, lda, b, ldb, c, ldc, acc);
+    gemm_avx2(m, n, k, a, sai, sap, b, ldb, c, ldc, acc);
     return;
   }
 #endif
   (void)simd;
-  gemm_c(m, n, k, a, lda, b, ldb, c, ldc, acc);
+  gemm_c(m, n, k, a, sai, sap, b, ldb, c, ldc, acc);
+}
+
+void gp__cpu_attn_gemm(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
+  gemm_any(simd, m, n, k, a, lda, 1, b, ldb, c, ldc, acc);
+}
+
+void gp__cpu_attn_gemm_tn(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
+  gemm_any(simd, m, n, k, a, 1, lda, b, ldb, c, ldc, acc);
 }
 
 void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *src, int64_t lds,
