@@ -3,19 +3,21 @@
  * Algorithm 1 (Dao 2023) on the host.
  *
  * Work items are (sequence, query head, block of CPU_BQ query rows), head by head. For
- * each item the query block is converted to f32 once (f32 is read in place); the visible keys are walked in tiles of CPU_BK rows (K converted and
- * transposed, V converted, into per-thread buffers), and S = Q K^T and acc += P V run as
- * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l,
- * rescaling its accumulator by exp(m_old - m_new) when the maximum grows (online
- * softmax, one vectorised exp pass over each row of scores). At the end o = acc / l
- * and lse = m + log(l); a row that saw no key writes zeros and lse = -inf.
+ * each item the query block is converted to f32 once (f32 is read in place); the visible
+ * keys are walked in tiles of CPU_BK rows at multiples of CPU_BK, K (transposed) and V
+ * taken from the thread's K/V store (scratch_t), and S = Q K^T and acc += P V run as
+ * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l, in
+ * base 2 (m is the maximum of scale log2(e) S), rescaling its accumulator by
+ * 2^(m_old - m_new) when the maximum grows (online softmax, one vectorised exponential
+ * pass over each row of scores). At the end o = acc / l and lse = (m + log2(l)) ln(2);
+ * a row that saw no key writes zeros and lse = -inf.
  *
  * The call is enqueued with gp__be_enqueue_host_work, so it runs in stream order on
  * the stream's worker, asynchronously like a kernel. That worker splits the items over
  * up to GP_CPU_THREADS threads (default: the online cores) that take items from a
- * shared counter. Memory per call is the job record plus per-thread tile buffers
- * (O((CPU_BQ + CPU_BK) * (head_dim + head_dim_v) + CPU_BQ * CPU_BK) floats), independent
- * of sequence length.
+ * shared counter. Memory per call is the job record plus per-thread buffers: the tiles
+ * (O((CPU_BQ + CPU_BK) * (head_dim + head_dim_v) + CPU_BQ * CPU_BK) floats) and the K/V
+ * store, the longest sequence's keys up to CPU_STORE_BYTES (at least one tile).
  */
 #include <math.h>
 #include <pthread.h>
