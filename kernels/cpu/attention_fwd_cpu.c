@@ -68,13 +68,13 @@ typedef struct job {
 typedef struct scratch {
   float *q;   /* [CPU_BQ][head_dim] (f16/bf16: q converted) */
   float *kr;  /* [CPU_BK][head_dim] (f16/bf16: a tile of K converted, before its transposition) */
-  float *kt;  /* [head_dim][ldk] */
+  float *kt;  /* [cap / CPU_BK][head_dim][CPU_LDT]: each tile's K^T apart (see kt_at) */
   float *v;   /* [cap][ldv] */
   float *acc; /* [CPU_BQ][dv_pad] */
   float *s;   /* [CPU_BQ][CPU_LDT] scores, then probabilities */
   unsigned char *done; /* [cap / CPU_BK]: tile converted for (b, hk) */
   int64_t b, hk;       /* whose keys the store holds; -1 none */
-  int64_t dv_pad, ldv, ldk; /* head_dim_v rounded up to 8; that plus 8; cap plus 8 (as CPU_LDT) */
+  int64_t dv_pad, ldv; /* head_dim_v rounded up to 8; that plus 8 (as CPU_LDT) */
   float m[CPU_BQ], l[CPU_BQ]; /* per row: the maximum of scale2 * s (base 2), the sum */
 } scratch_t;
 
@@ -126,6 +126,14 @@ static bool locate(const job_t *job, int64_t item, where_t *w) {
   return true;
 }
 
+/* K^T of the key tile at column col (a multiple of CPU_BK) of the store: [head_dim][CPU_LDT].
+ * Tile by tile, not one [head_dim][cap] matrix: a GEMM walking down a tile's rows then
+ * stays within d * CPU_LDT floats (a few pages), where rows cap floats apart would each
+ * take a page, more than the first-level TLB holds. */
+static float *kt_at(const job_t *job, scratch_t *w, int64_t col) {
+  return w->kt + col / CPU_BK * job->p.head_dim * CPU_LDT;
+}
+
 /* Converts keys [j0, j0 + nk) (nk <= CPU_BK) of the item's sequence and key/value head
  * to f32 at column col of the store: K into kt (f16/bf16 through kr's rows, f32
  * transposed from the tensor), V into v. */
@@ -135,10 +143,10 @@ static void load_kv(const job_t *job, scratch_t *w, const where_t *at, int64_t j
   const int64_t k0 = at->b * p->k_bs + row0 * p->k_ss + at->hk * p->k_hs;
   float *v = w->v + col * w->ldv;
   if (job->direct) {
-    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, w->kt + col, w->ldk);
+    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, kt_at(job, w, col), CPU_LDT);
   } else {
     for (int64_t c = 0; c < nk; c++) gp__cpu_attn_load(job->simd, w->kr + c * d, p->k, k0 + c * p->k_ss, p->dtype, d);
-    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, w->kt + col, w->ldk);
+    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, kt_at(job, w, col), CPU_LDT);
   }
   for (int64_t c = 0; c < nk; c++)
     gp__cpu_attn_load(job->simd, v + c * w->ldv, p->v, at->b * p->v_bs + (row0 + c) * p->v_ss + at->hk * p->v_hs,
@@ -241,7 +249,7 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   for (int64_t j0 = lo - lo % CPU_BK; j0 <= hi; j0 += CPU_BK) {
     const int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
     const int64_t col = kv_tile(job, w, &at, j0, nk);
-    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, w->kt + col, w->ldk, w->s, CPU_LDT, false);
+    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, kt_at(job, w, col), CPU_LDT, w->s, CPU_LDT, false);
     softmax_tile(job, w, &at, j0, nk);
     gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v + col * w->ldv, w->ldv, w->acc, dvp, true);
   }
@@ -252,9 +260,10 @@ static void *worker(void *arg) {
   job_t *job = (job_t *)arg;
   const int64_t d = job->p.head_dim, dvp = pad8(job->p.head_dim_v), cap = job->cap;
   scratch_t w;
-  const int64_t ldv = dvp + 8, ldk = cap + 8;
+  const int64_t ldv = dvp + 8;
   /* every part a multiple of 16 floats, so each starts 64-byte aligned */
-  const int64_t nq = (CPU_BQ * d + 15) & ~(int64_t)15, nkr = CPU_BK * d, nkt = (d * ldk + 15) & ~(int64_t)15;
+  const int64_t nq = (CPU_BQ * d + 15) & ~(int64_t)15, nkr = CPU_BK * d;
+  const int64_t nkt = (cap / CPU_BK * d * CPU_LDT + 15) & ~(int64_t)15;
   const int64_t nv = (cap * ldv + 15) & ~(int64_t)15, nacc = CPU_BQ * dvp, ns = CPU_BQ * CPU_LDT;
   const size_t floats = (size_t)(nq + nkr + nkt + nv + nacc + ns), flags = (size_t)(cap / CPU_BK);
   void *buf = NULL;
@@ -269,7 +278,7 @@ static void *worker(void *arg) {
   w.s = w.acc + nacc;
   w.done = (unsigned char *)(w.s + ns);
   w.b = w.hk = -1;
-  w.dv_pad = dvp, w.ldv = ldv, w.ldk = ldk;
+  w.dv_pad = dvp, w.ldv = ldv;
   for (;;) {
     int64_t item = atomic_fetch_add(&job->next, 1);
     if (item >= job->items) break;
@@ -389,9 +398,9 @@ void gp__cpu_attn_store_set(int64_t bytes) { atomic_store(&g_store_bytes, bytes 
 static int64_t store_keys(const gp__attn_params_t *p) {
   const int64_t set = atomic_load(&g_store_bytes);
   const int64_t budget = set >= 0 ? set : CPU_STORE_BYTES;
-  const int64_t per_key = (int64_t)sizeof(float) * (p->head_dim + pad8(p->head_dim_v) + 8);
+  const int64_t per_tile = (int64_t)sizeof(float) * (p->head_dim * CPU_LDT + CPU_BK * (pad8(p->head_dim_v) + 8));
   const int64_t want = (p->seqlen_k + CPU_BK - 1) / CPU_BK * CPU_BK;
-  int64_t fit = budget / per_key / CPU_BK * CPU_BK;
+  int64_t fit = budget / per_tile * CPU_BK;
   if (fit < CPU_BK) fit = CPU_BK;
   return want < fit ? (want > 0 ? want : CPU_BK) : fit;
 }
