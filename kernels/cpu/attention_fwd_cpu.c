@@ -3,7 +3,7 @@
  * Algorithm 1 (Dao 2023) on the host.
  *
  * Work items are (sequence, query head, block of CPU_BQ query rows), head by head. For
- * each item the query block is converted to f32 once (f32 is read in place); the visible
+ * each item the query block is converted to f32 once (f32 copied, contiguous); the visible
  * keys are walked in tiles of CPU_BK rows at multiples of CPU_BK, K (transposed) and V
  * taken from the thread's K/V store (scratch_t), and S = Q K^T and acc += P V run as
  * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l, in
@@ -49,7 +49,7 @@
 typedef struct job {
   gp__attn_params_t p;
   bool simd;          /* the AVX2 tile build (gp__cpu_attn_simd) */
-  bool direct;        /* f32: q read in place */
+  bool direct;        /* f32: K transposed from the tensor, with no conversion first */
   float scale2;       /* the softmax scale times log2(e): m and the exponentials in base 2 */
   int64_t tiles;      /* query blocks per (sequence, head) */
   int64_t items;      /* batch * heads_q * tiles */
@@ -234,22 +234,17 @@ static void run_item(const job_t *job, scratch_t *w, int64_t item) {
                      &hi_last);
   hi = hi_last; /* both ends grow with the row */
 
-  const float *q = w->q;
-  int64_t ldq = d;
-  if (job->direct) {
-    q = (const float *)p->q + at.b * p->q_bs + q_row * p->q_ss + at.h * p->q_hs;
-    ldq = p->q_ss;
-  } else {
-    for (int64_t r = 0; r < at.rows; r++)
-      gp__cpu_attn_load(job->simd, w->q + r * d, p->q, at.b * p->q_bs + (q_row + r) * p->q_ss + at.h * p->q_hs,
-                        p->dtype, d);
-  }
+  /* f32 too: the block, read once per key tile by the GEMM, then lies in d * CPU_BQ
+   * contiguous floats, not rows a tensor's row stride apart (a page every row or two) */
+  for (int64_t r = 0; r < at.rows; r++)
+    gp__cpu_attn_load(job->simd, w->q + r * d, p->q, at.b * p->q_bs + (q_row + r) * p->q_ss + at.h * p->q_hs,
+                      p->dtype, d);
   for (int64_t r = 0; r < at.rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.0f;
   memset(w->acc, 0, (size_t)(at.rows * dvp) * sizeof(float));
   for (int64_t j0 = lo - lo % CPU_BK; j0 <= hi; j0 += CPU_BK) {
     const int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
     const int64_t col = kv_tile(job, w, &at, j0, nk);
-    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, kt_at(job, w, col), CPU_LDT, w->s, CPU_LDT, false);
+    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, w->q, d, kt_at(job, w, col), CPU_LDT, w->s, CPU_LDT, false);
     softmax_tile(job, w, &at, j0, nk);
     gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v + col * w->ldv, w->ldv, w->acc, dvp, true);
   }
