@@ -32,6 +32,9 @@
 #include "dispatch.h"
 #include "dispatch_hook.h"
 #include "attn_bad_varlen.h"
+#if defined(GP_BUILD_CPU)
+#include "kernels/cpu/attention_cpu.h"
+#endif
 #include "ref.h"
 #include "ref_attention.h"
 
@@ -419,6 +422,57 @@ START_TEST(test_host_scalar) {
   gp__cpu_attn_simd_set(-1);
 }
 END_TEST
+
+#if defined(GP_BUILD_CPU)
+/* The host forward with a K/V store of one 128-key tile per thread: every case with more
+ * than 128 keys converts its keys tile by tile (test_host keeps each head's keys,
+ * converted once, in a store that holds them all). */
+START_TEST(test_host_tilewise) {
+  gp__cpu_attn_store_set(0);
+  run_case(&cases[_i], M_DEFAULT);
+  gp__cpu_attn_store_set(-1);
+}
+END_TEST
+#endif
+
+#if defined(GP_BUILD_CPU)
+/* The host tiles' output rounding (gp__cpu_attn_store, AVX2 and portable builds) is
+ * gp_bf16_from_f32's and the f32 product's, bit for bit: ties to even both ways, NaN,
+ * infinities, subnormals, random bit patterns, and a tail shorter than a vector. */
+START_TEST(test_host_store) {
+  enum { N = 4099 };
+  static float src[N];
+  static uint16_t got[N];
+  static float got32[N];
+  const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x7f800000u, 0xff800000u, 0x7fc00001u,
+                              0xffa00000u, 0x7f7fffffu, 0x00008000u, 0x80018000u, 0x0u, 0x80000000u};
+  uint64_t x = g_seed | 1u;
+  for (int i = 0; i < N; i++) {
+    uint32_t u;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    u = i < (int)(sizeof special / sizeof special[0]) ? special[i] : (uint32_t)x;
+    memcpy(&src[i], &u, sizeof u);
+  }
+  for (int simd = 0; simd < 2; simd++) {
+    if (simd && !gp__cpu_attn_simd()) continue;
+    for (int64_t n = N; n >= N - 7; n -= 7) {
+      memset(got, 0xab, sizeof got);
+      gp__cpu_attn_store(simd, got, 0, GP_BF16, src, 1.0f, n);
+      gp__cpu_attn_store(simd, got32, 0, GP_F32, src, 0.5f, n);
+      for (int64_t i = 0; i < N; i++) {
+        const uint16_t want = i < n ? gp_bf16_from_f32(src[i]).bits : 0xabab;
+        ck_assert_msg(got[i] == want, "%s bf16 store, n %lld, element %lld: %#x, expected %#x (seed %llu)",
+                      simd ? "avx2" : "portable", (long long)n, (long long)i, got[i], want,
+                      (unsigned long long)g_seed);
+        const float w32 = src[i] * 0.5f;
+        ck_assert_msg(i >= n || memcmp(&got32[i], &w32, sizeof w32) == 0 || (w32 != w32 && got32[i] != got32[i]),
+                      "%s f32 store, element %lld", simd ? "avx2" : "portable", (long long)i);
+      }
+    }
+  }
+}
+END_TEST
+#endif
 
 /* The portable kernel on the executor (cpu backend; GPU backends run it by default). */
 START_TEST(test_portable) {
@@ -912,6 +966,15 @@ static Suite *attention_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_host, 0, NCASES);
   suite_add_tcase(s, tc);
+#if defined(GP_BUILD_CPU)
+  tc = tcase_create("host_store");
+  tcase_add_test(tc, test_host_store);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("host_tilewise");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_host_tilewise, 0, NCASES);
+  suite_add_tcase(s, tc);
+#endif
   tc = tcase_create("host_scalar");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_host_scalar, 0, NCASES);

@@ -12,8 +12,8 @@
  *         stored): S = scale Q K^T, P = exp(S - lse), dP = dO V^T, dS = P (dP - D), then
  *         dV += P^T dO, dK += dS^T Q (per-key f32 accumulators of the block) and
  *         dq = dS K (added to each row's accumulator slice once per key block): five
- *         GEMM tiles (attention_tile_cpu.c, P and dS transposed for two of them) and one
- *         vectorised exp pass per row. At the end of the block dK (scaled) and dV are
+ *         GEMM tiles (attention_tile_cpu.c; the TN form reads P and dS down their
+ *         columns for two of them) and one vectorised exp pass per row. At the end of the block dK (scaled) and dV are
  *         stored, or, with GQA/MQA, kept in f32 per query head in the workspace.
  *   post  items (sequence, query head, 32 rows): dq = scale * (sum of the slices, in
  *         order); with GQA/MQA, items (sequence, key/value head, 32 key rows):
@@ -45,10 +45,9 @@
 #define CPU_BK 128  /* keys per key block */
 #define CPU_ROWS 32 /* rows per item of the pre and post steps */
 #define CPU_RB 64   /* query rows per group in the main step */
-/* Leading dimensions of the tiles with CPU_BK and CPU_RB columns: eight floats more, so
- * the rows a GEMM walks down do not all fall in the same cache sets. */
+/* Leading dimension of the tiles with CPU_BK columns: eight floats more, so the rows a
+ * GEMM walks down do not all fall in the same cache sets. */
 #define CPU_LDT (CPU_BK + 8)
-#define CPU_LDR (CPU_RB + 8)
 
 #define BWD_ERR(status, ...) gp__error((status), "gp_attention_bwd", __VA_ARGS__)
 
@@ -59,6 +58,7 @@ typedef struct bwd_job {
   int atomic_dq;           /* splits share slice 0 */
   bool simd;               /* the AVX2 tile build (gp__cpu_attn_simd) */
   bool direct;             /* f32: the GEMMs read q and dO in place */
+  float scale2;            /* the softmax scale times log2(e): P = 2^(scale2 S - lse log2(e)) */
   int64_t qchunks, kchunks; /* items per (sequence, head) of the pre and post steps */
   int64_t total_q;         /* varlen: rows of the packed q (lse's row length) */
   int step;
@@ -124,15 +124,13 @@ typedef struct tiles {
   float *dq;  /* [CPU_RB][dp] */
   float *s;   /* [CPU_RB][CPU_LDT] scores, then P */
   float *dp;  /* [CPU_RB][CPU_LDT] dP, then dS */
-  float *pt;  /* [CPU_BK][CPU_LDR] P transposed */
-  float *dst; /* [CPU_BK][CPU_LDR] dS transposed */
   int64_t dpad, dvpad;
 } tiles_t;
 
 static size_t tiles_floats(int64_t d, int64_t dv) {
   int64_t dp = pad8(d), dvp = pad8(dv);
   return (size_t)(2 * CPU_BK * dp + (d + dv) * CPU_LDT + CPU_BK * dvp + CPU_RB * (2 * dp + dvp) +
-                  2 * CPU_RB * CPU_LDT + 2 * CPU_BK * CPU_LDR);
+                  2 * CPU_RB * CPU_LDT);
 }
 
 static void tiles_init(tiles_t *t, float *buf, int64_t d, int64_t dv) {
@@ -147,8 +145,6 @@ static void tiles_init(tiles_t *t, float *buf, int64_t d, int64_t dv) {
   t->dq = t->g + CPU_RB * t->dvpad;
   t->s = t->dq + CPU_RB * t->dpad;
   t->dp = t->s + CPU_RB * CPU_LDT;
-  t->pt = t->dp + CPU_RB * CPU_LDT;
-  t->dst = t->pt + CPU_BK * CPU_LDR;
 }
 
 /* Query row i as row r of the group: its keys in the block at j0 (nk keys) as columns
@@ -190,9 +186,8 @@ static void p_ds_row(const bwd_job_t *job, tiles_t *t, int64_t r, bool live, int
   }
   for (int64_t c = 0; c < c0; c++) p[c] = 0.0f, ds[c] = 0.0f;
   for (int64_t c = c1 + 1; c < nk; c++) p[c] = 0.0f, ds[c] = 0.0f;
-  (void)gp__cpu_attn_max_scaled(job->simd, p + c0, c1 - c0 + 1, job->p.f.scale);
-  (void)gp__cpu_attn_exp_sum(job->simd, p + c0, c1 - c0 + 1, lse);
-  for (int64_t c = c0; c <= c1; c++) ds[c] = p[c] * (ds[c] - drow);
+  (void)gp__cpu_attn_exp2_sum(job->simd, p + c0, c1 - c0 + 1, job->scale2, (float)((double)lse * M_LOG2E));
+  gp__cpu_attn_ds_row(job->simd, ds + c0, p + c0, c1 - c0 + 1, drow);
 }
 
 /* The contributions of query rows i0 .. i0 + rows - 1 (of head h) to the key block at j0:
@@ -225,19 +220,19 @@ static void main_rows(const bwd_job_t *job, tiles_t *t, const seq_t *s, int64_t 
   for (int64_t r = 0; r < rows; r++)
     p_ds_row(job, t, r, live[r], c0[r], c1[r], nk, lse[r],
              live[r] ? job->p.ws_d[(s->wq + i0 + r) * f->heads_q + h] : 0.0f);
-  gp__cpu_attn_transpose(simd, rows, nk, t->s, CPU_LDT, t->pt, CPU_LDR);
-  gp__cpu_attn_transpose(simd, rows, nk, t->dp, CPU_LDT, t->dst, CPU_LDR);
-  gp__cpu_attn_gemm(simd, nk, ng, rows, t->pt, CPU_LDR, g, ldg, t->dv, dvp, true);
-  gp__cpu_attn_gemm(simd, nk, nq, rows, t->dst, CPU_LDR, q, ldq, t->dk, dp, true);
+  gp__cpu_attn_gemm_tn(simd, nk, ng, rows, t->s, CPU_LDT, g, ldg, t->dv, dvp, true);
+  gp__cpu_attn_gemm_tn(simd, nk, nq, rows, t->dp, CPU_LDT, q, ldq, t->dk, dp, true);
+  if (!job->atomic_dq) { /* the rows that see no key of the block add dS = 0 */
+    gp__cpu_attn_gemm(simd, rows, d, nk, t->dp, CPU_LDT, t->kr, dp, dq_acc + i0 * f->heads_q * d, f->heads_q * d,
+                      true);
+    return;
+  }
   gp__cpu_attn_gemm(simd, rows, dp, nk, t->dp, CPU_LDT, t->kr, dp, t->dq, dp, false);
   for (int64_t r = 0; r < rows; r++) {
     if (!live[r]) continue;
     const float *y = t->dq + r * dp;
     float *row = dq_acc + (i0 + r) * f->heads_q * d;
-    if (job->atomic_dq)
-      for (int64_t e = 0; e < d; e++) atomic_add_f32(row + e, y[e]);
-    else
-      for (int64_t e = 0; e < d; e++) row[e] += y[e];
+    for (int64_t e = 0; e < d; e++) atomic_add_f32(row + e, y[e]);
   }
 }
 
@@ -283,9 +278,9 @@ static void main_item(const bwd_job_t *job, tiles_t *t, int64_t item) {
         memcpy(p->ws_dk + (row * hq + h) * d, t->dk + c * t->dpad, (size_t)d * sizeof(float));
         memcpy(p->ws_dv + (row * hq + h) * dv, t->dv + c * t->dvpad, (size_t)dv * sizeof(float));
       } else {
-        gp__cpu_attn_store_row(p->dk, b * f->k_bs + (s.k0 + j0 + c) * f->k_ss + hk * f->k_hs,
+        gp__cpu_attn_store(job->simd, p->dk, b * f->k_bs + (s.k0 + j0 + c) * f->k_ss + hk * f->k_hs,
                                f->dtype, t->dk + c * t->dpad, f->scale, d);
-        gp__cpu_attn_store_row(p->dv, b * f->v_bs + (s.k0 + j0 + c) * f->v_ss + hk * f->v_hs,
+        gp__cpu_attn_store(job->simd, p->dv, b * f->v_bs + (s.k0 + j0 + c) * f->v_ss + hk * f->v_hs,
                                f->dtype, t->dv + c * t->dvpad, 1.0f, dv);
       }
     }
@@ -306,7 +301,7 @@ static void post_dq(const bwd_job_t *job, int64_t item) {
     for (int64_t e = 0; e < d; e++) x[e] = 0.0f;
     for (int64_t sl = 0; sl < p->nslices; sl++)
       for (int64_t e = 0; e < d; e++) x[e] += acc[sl * p->rows_q * hq * d + e];
-    gp__cpu_attn_store_row(p->dq, b * p->f.q_bs + (s.q0 + i) * p->f.q_ss + h * p->f.q_hs,
+    gp__cpu_attn_store(job->simd, p->dq, b * p->f.q_bs + (s.q0 + i) * p->f.q_ss + h * p->f.q_hs,
                            p->f.dtype, x, p->f.scale, d);
   }
 }
@@ -324,12 +319,12 @@ static void post_dkv(const bwd_job_t *job, int64_t item) {
     for (int64_t e = 0; e < d; e++) x[e] = 0.0f;
     for (int64_t g = 0; g < group; g++)
       for (int64_t e = 0; e < d; e++) x[e] += p->ws_dk[(row * hq + hk * group + g) * d + e];
-    gp__cpu_attn_store_row(p->dk, b * p->f.k_bs + (s.k0 + j) * p->f.k_ss + hk * p->f.k_hs,
+    gp__cpu_attn_store(job->simd, p->dk, b * p->f.k_bs + (s.k0 + j) * p->f.k_ss + hk * p->f.k_hs,
                            p->f.dtype, x, p->f.scale, d);
     for (int64_t e = 0; e < dv; e++) x[e] = 0.0f;
     for (int64_t g = 0; g < group; g++)
       for (int64_t e = 0; e < dv; e++) x[e] += p->ws_dv[(row * hq + hk * group + g) * dv + e];
-    gp__cpu_attn_store_row(p->dv, b * p->f.v_bs + (s.k0 + j) * p->f.v_ss + hk * p->f.v_hs,
+    gp__cpu_attn_store(job->simd, p->dv, b * p->f.v_bs + (s.k0 + j) * p->f.v_ss + hk * p->f.v_hs,
                            p->f.dtype, x, 1.0f, dv);
   }
 }
@@ -343,8 +338,11 @@ static void *worker(void *arg) {
   float *buf = NULL;
   tiles_t t;
   if (job->step == STEP_MAIN) {
-    buf = (float *)calloc(tiles_floats(f->head_dim, f->head_dim_v), sizeof(float));
-    if (buf == NULL) return NULL; /* takes no item; the caller retries or reports */
+    /* 64-byte aligned (every tile's size is a multiple of 8 floats: each starts 32-byte
+     * aligned, so no vector load of a row start splits a cache line), zeroed */
+    const size_t bytes = tiles_floats(f->head_dim, f->head_dim_v) * sizeof(float);
+    if (posix_memalign((void **)&buf, 64, bytes) != 0) return NULL; /* takes no item; the caller retries or reports */
+    memset(buf, 0, bytes);
     tiles_init(&t, buf, f->head_dim, f->head_dim_v);
   }
   for (;;) {
@@ -412,6 +410,7 @@ gp_status_t gp__cpu_attention_bwd(gp_stream_t stream, const gp__attn_bwd_params_
   job->total_q = 0;
   job->simd = simd;
   job->direct = f->dtype == GP_F32;
+  job->scale2 = (float)((double)f->scale * M_LOG2E);
   job->step = STEP_PRE;
   job->items = 0;
   atomic_init(&job->next, 0);

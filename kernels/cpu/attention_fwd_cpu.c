@@ -3,19 +3,21 @@
  * Algorithm 1 (Dao 2023) on the host.
  *
  * Work items are (sequence, query head, block of CPU_BQ query rows), head by head. For
- * each item the query block is converted to f32 once (f32 is read in place); the visible keys are walked in tiles of CPU_BK rows (K converted and
- * transposed, V converted, into per-thread buffers), and S = Q K^T and acc += P V run as
- * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l,
- * rescaling its accumulator by exp(m_old - m_new) when the maximum grows (online
- * softmax, one vectorised exp pass over each row of scores). At the end o = acc / l
- * and lse = m + log(l); a row that saw no key writes zeros and lse = -inf.
+ * each item the query block is converted to f32 once (f32 copied, contiguous); the visible
+ * keys are walked in tiles of CPU_BK rows at multiples of CPU_BK, K (transposed) and V
+ * taken from the thread's K/V store (scratch_t), and S = Q K^T and acc += P V run as
+ * GEMM tiles (attention_tile_cpu.c). Each row keeps a running maximum m and sum l, in
+ * base 2 (m is the maximum of scale log2(e) S), rescaling its accumulator by
+ * 2^(m_old - m_new) when the maximum grows (online softmax, one vectorised exponential
+ * pass over each row of scores). At the end o = acc / l and lse = (m + log2(l)) ln(2);
+ * a row that saw no key writes zeros and lse = -inf.
  *
  * The call is enqueued with gp__be_enqueue_host_work, so it runs in stream order on
  * the stream's worker, asynchronously like a kernel. That worker splits the items over
  * up to GP_CPU_THREADS threads (default: the online cores) that take items from a
- * shared counter. Memory per call is the job record plus per-thread tile buffers
- * (O((CPU_BQ + CPU_BK) * (head_dim + head_dim_v) + CPU_BQ * CPU_BK) floats), independent
- * of sequence length.
+ * shared counter. Memory per call is the job record plus per-thread buffers: the tiles
+ * (O((CPU_BQ + CPU_BK) * (head_dim + head_dim_v) + CPU_BQ * CPU_BK) floats) and the K/V
+ * store, the longest sequence's keys up to CPU_STORE_BYTES (at least one tile).
  */
 #include <math.h>
 #include <pthread.h>
@@ -37,6 +39,9 @@
  * eight floats, so the rows a GEMM walks down do not all fall in the same cache sets. */
 #define CPU_LDT (CPU_BK + 8)
 #define CPU_MAX_THREADS 256
+/* Default bytes of each thread's K/V store: 2048 keys of head_dim 256 (more keys of
+ * smaller heads). A longer sequence converts its keys tile by tile. */
+#define CPU_STORE_BYTES (8 << 20)
 
 /* Messages name the public function, as the asynchronous error reaches its caller. */
 #define ATTN_ERR(status, ...) gp__error((status), "gp_attention_fwd", __VA_ARGS__)
@@ -44,24 +49,33 @@
 typedef struct job {
   gp__attn_params_t p;
   bool simd;          /* the AVX2 tile build (gp__cpu_attn_simd) */
-  bool direct;        /* f32: q and k read in place */
+  bool direct;        /* f32: K transposed from the tensor, with no conversion first */
+  float scale2;       /* the softmax scale times log2(e): m and the exponentials in base 2 */
   int64_t tiles;      /* query blocks per (sequence, head) */
   int64_t items;      /* batch * heads_q * tiles */
   int64_t total_q;    /* varlen: rows of the packed q (lse's row length) */
+  int64_t cap;        /* keys the per-thread K/V store holds (a multiple of CPU_BK) */
   atomic_llong next;  /* next item to take */
 } job_t;
 
-/* Per-thread tile buffers, f32. K is stored transposed, so both products are the NN
- * GEMM of attention_cpu.h; V and the accumulator rows are padded to a multiple of 8. */
+/* Per-thread buffers, f32, 64-byte aligned. The K/V store holds the converted keys of one
+ * (sequence, key/value head): K transposed (so both products are the NN GEMM of
+ * attention_cpu.h) and V, rows padded to a multiple of 8. A sequence of at most cap keys
+ * keeps key j at column j, each CPU_BK tile converted the first time an item of that
+ * (sequence, head) needs it: the head's query blocks and the query heads of a GQA group
+ * that the thread takes in a row convert it once. A longer sequence converts every tile
+ * into columns [0, CPU_BK) as it goes. */
 typedef struct scratch {
   float *q;   /* [CPU_BQ][head_dim] (f16/bf16: q converted) */
-  float *kr;  /* [CPU_BK][head_dim] (f16/bf16: k converted, before its transposition) */
-  float *kt;  /* [head_dim][CPU_LDT] */
-  float *v;   /* [CPU_BK][ldv] v converted */
+  float *kr;  /* [CPU_BK][head_dim] (f16/bf16: a tile of K converted, before its transposition) */
+  float *kt;  /* [cap / CPU_BK][head_dim][CPU_LDT]: each tile's K^T apart (see kt_at) */
+  float *v;   /* [cap][ldv] */
   float *acc; /* [CPU_BQ][dv_pad] */
   float *s;   /* [CPU_BQ][CPU_LDT] scores, then probabilities */
+  unsigned char *done; /* [cap / CPU_BK]: tile converted for (b, hk) */
+  int64_t b, hk;       /* whose keys the store holds; -1 none */
   int64_t dv_pad, ldv; /* head_dim_v rounded up to 8; that plus 8 (as CPU_LDT) */
-  float m[CPU_BQ], l[CPU_BQ];
+  float m[CPU_BQ], l[CPU_BQ]; /* per row: the maximum of scale2 * s (base 2), the sum */
 } scratch_t;
 
 static int64_t pad8(int64_t n) { return (n + 7) & ~(int64_t)7; }
@@ -112,20 +126,53 @@ static bool locate(const job_t *job, int64_t item, where_t *w) {
   return true;
 }
 
-/* Converts the key tile [j0, j0 + nk) to f32: K transposed into kt, V into v. */
-static void load_kv(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk) {
+/* K^T of the key tile at column col (a multiple of CPU_BK) of the store: [head_dim][CPU_LDT].
+ * Tile by tile, not one [head_dim][cap] matrix: a GEMM walking down a tile's rows then
+ * stays within d * CPU_LDT floats (a few pages), where rows cap floats apart would each
+ * take a page, more than the first-level TLB holds. */
+static float *kt_at(const job_t *job, scratch_t *w, int64_t col) {
+  return w->kt + col / CPU_BK * job->p.head_dim * CPU_LDT;
+}
+
+/* Converts keys [j0, j0 + nk) (nk <= CPU_BK) of the item's sequence and key/value head
+ * to f32 at column col of the store: K into kt (f16/bf16 through kr's rows, f32
+ * transposed from the tensor), V into v. */
+static void load_kv(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk, int64_t col) {
   const gp__attn_params_t *p = &job->p;
   const int64_t row0 = at->seq.k0 + j0, d = p->head_dim;
   const int64_t k0 = at->b * p->k_bs + row0 * p->k_ss + at->hk * p->k_hs;
-  for (int64_t c = 0; c < nk; c++) {
-    if (!job->direct) gp__cpu_attn_load(job->simd, w->kr + c * d, p->k, k0 + c * p->k_ss, p->dtype, d);
-    gp__cpu_attn_load(job->simd, w->v + c * w->ldv, p->v,
-                      at->b * p->v_bs + (row0 + c) * p->v_ss + at->hk * p->v_hs, p->dtype, p->head_dim_v);
+  float *v = w->v + col * w->ldv;
+  if (job->direct) {
+    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, kt_at(job, w, col), CPU_LDT);
+  } else {
+    for (int64_t c = 0; c < nk; c++) gp__cpu_attn_load(job->simd, w->kr + c * d, p->k, k0 + c * p->k_ss, p->dtype, d);
+    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, kt_at(job, w, col), CPU_LDT);
   }
-  if (job->direct)
-    gp__cpu_attn_transpose(job->simd, nk, d, (const float *)p->k + k0, p->k_ss, w->kt, CPU_LDT);
-  else
-    gp__cpu_attn_transpose(job->simd, nk, d, w->kr, d, w->kt, CPU_LDT);
+  for (int64_t c = 0; c < nk; c++)
+    gp__cpu_attn_load(job->simd, v + c * w->ldv, p->v, at->b * p->v_bs + (row0 + c) * p->v_ss + at->hk * p->v_hs,
+                      p->dtype, p->head_dim_v);
+}
+
+/* The column of the store where the key tile at j0 (a multiple of CPU_BK) is, converted:
+ * in the store of the item's (sequence, key/value head) when the sequence fits (tiles
+ * converted the first time), else in columns [0, CPU_BK), converted now. nk: the keys
+ * the item needs; the whole tile is converted, for the items that need more of it. */
+static int64_t kv_tile(const job_t *job, scratch_t *w, const where_t *at, int64_t j0, int64_t nk) {
+  if (at->seq.sk > job->cap) {
+    w->b = -1; /* the store's tiles are overwritten */
+    load_kv(job, w, at, j0, nk, 0);
+    return 0;
+  }
+  if (w->b != at->b || w->hk != at->hk) {
+    memset(w->done, 0, (size_t)(job->cap / CPU_BK));
+    w->b = at->b, w->hk = at->hk;
+  }
+  const int64_t t = j0 / CPU_BK;
+  if (!w->done[t]) {
+    load_kv(job, w, at, j0, at->seq.sk - j0 < CPU_BK ? at->seq.sk - j0 : CPU_BK, j0);
+    w->done[t] = 1;
+  }
+  return j0;
 }
 
 /* The online softmax over one tile's scores (row r at w->s + r * CPU_LDT, nk keys from j0):
@@ -142,12 +189,12 @@ static void softmax_tile(const job_t *job, scratch_t *w, const where_t *at, int6
       memset(s, 0, (size_t)nk * sizeof(float));
       continue;
     }
-    for (int64_t c = 0; c < c0; c++) s[c] = -INFINITY;
-    for (int64_t c = c1 + 1; c < nk; c++) s[c] = -INFINITY;
-    float mx = gp__cpu_attn_max_scaled(job->simd, s + c0, c1 - c0 + 1, p->scale);
+    memset(s, 0, (size_t)c0 * sizeof(float));
+    memset(s + c1 + 1, 0, (size_t)(nk - 1 - c1) * sizeof(float));
+    float mx = gp__cpu_attn_max_scaled(job->simd, s + c0, c1 - c0 + 1, job->scale2);
     mx = mx > w->m[r] ? mx : w->m[r];
-    const float corr = expf(w->m[r] - mx); /* exp(-inf) = 0 for the first tile */
-    const float sum = gp__cpu_attn_exp_sum(job->simd, s, nk, mx);
+    const float corr = exp2f(w->m[r] - mx); /* 2^-inf = 0 for the first tile */
+    const float sum = gp__cpu_attn_exp2_sum(job->simd, s + c0, c1 - c0 + 1, job->scale2, mx);
     if (corr != 1.0f) gp__cpu_attn_scale_row(w->acc + r * w->dv_pad, corr, w->dv_pad);
     w->l[r] = w->l[r] * corr + sum;
     w->m[r] = mx;
@@ -161,10 +208,10 @@ static void store_rows(const job_t *job, scratch_t *w, const where_t *at) {
     const int64_t i = at->i0 + r, q_row = at->seq.q0 + i;
     const int64_t o_off = at->b * p->o_bs + q_row * p->o_ss + at->h * p->o_hs;
     const bool empty = w->l[r] == 0.0f;
-    gp__cpu_attn_store_row(p->o, o_off, p->dtype, w->acc + r * w->dv_pad, empty ? 0.0f : 1.0f / w->l[r],
+    gp__cpu_attn_store(job->simd, p->o, o_off, p->dtype, w->acc + r * w->dv_pad, empty ? 0.0f : 1.0f / w->l[r],
                            p->head_dim_v);
     if (p->lse) {
-      const float v = empty ? -INFINITY : w->m[r] + logf(w->l[r]);
+      const float v = empty ? -INFINITY : (float)(((double)w->m[r] + log2((double)w->l[r])) * M_LN2);
       if (p->cu_q)
         p->lse[at->h * job->total_q + q_row] = v;
       else
@@ -174,55 +221,58 @@ static void store_rows(const job_t *job, scratch_t *w, const where_t *at) {
 }
 
 /* One work item: query rows [i0, i0 + rows) of head h of sequence b. S = Q K^T and
- * acc += P V run as GEMMs over tiles of CPU_BK keys. */
+ * acc += P V run as GEMMs over the key tiles (at multiples of CPU_BK, as the store keeps
+ * them) that hold a key some row sees. */
 static void run_item(const job_t *job, scratch_t *w, int64_t item) {
   const gp__attn_params_t *p = &job->p;
   where_t at;
   if (!locate(job, item, &at)) return;
   const int64_t d = p->head_dim, dvp = w->dv_pad, q_row = at.seq.q0 + at.i0;
-  const float *q = w->q;
-  int64_t ldq = d;
-  if (job->direct) {
-    q = (const float *)p->q + at.b * p->q_bs + q_row * p->q_ss + at.h * p->q_hs;
-    ldq = p->q_ss;
-  } else {
-    for (int64_t r = 0; r < at.rows; r++)
-      gp__cpu_attn_load(job->simd, w->q + r * d, p->q, at.b * p->q_bs + (q_row + r) * p->q_ss + at.h * p->q_hs,
-                        p->dtype, d);
-  }
-  for (int64_t r = 0; r < at.rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.0f;
-  memset(w->acc, 0, (size_t)(at.rows * dvp) * sizeof(float));
-
   int64_t lo, hi, lo_last, hi_last;
   gp__attn_key_range(at.i0, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo, &hi);
   gp__attn_key_range(at.i0 + at.rows - 1, at.seq.sq, at.seq.sk, p->window_left, p->window_right, &lo_last,
                      &hi_last);
   hi = hi_last; /* both ends grow with the row */
-  for (int64_t j0 = lo; j0 <= hi; j0 += CPU_BK) {
+
+  /* f32 too: the block, read once per key tile by the GEMM, then lies in d * CPU_BQ
+   * contiguous floats, not rows a tensor's row stride apart (a page every row or two) */
+  for (int64_t r = 0; r < at.rows; r++)
+    gp__cpu_attn_load(job->simd, w->q + r * d, p->q, at.b * p->q_bs + (q_row + r) * p->q_ss + at.h * p->q_hs,
+                      p->dtype, d);
+  for (int64_t r = 0; r < at.rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.0f;
+  memset(w->acc, 0, (size_t)(at.rows * dvp) * sizeof(float));
+  for (int64_t j0 = lo - lo % CPU_BK; j0 <= hi; j0 += CPU_BK) {
     const int64_t nk = hi - j0 + 1 < CPU_BK ? hi - j0 + 1 : CPU_BK;
-    load_kv(job, w, &at, j0, nk);
-    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, q, ldq, w->kt, CPU_LDT, w->s, CPU_LDT, false);
+    const int64_t col = kv_tile(job, w, &at, j0, nk);
+    gp__cpu_attn_gemm(job->simd, at.rows, pad8(nk), d, w->q, d, kt_at(job, w, col), CPU_LDT, w->s, CPU_LDT, false);
     softmax_tile(job, w, &at, j0, nk);
-    gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v, w->ldv, w->acc, dvp, true);
+    gp__cpu_attn_gemm(job->simd, at.rows, dvp, nk, w->s, CPU_LDT, w->v + col * w->ldv, w->ldv, w->acc, dvp, true);
   }
   store_rows(job, w, &at);
 }
 
 static void *worker(void *arg) {
   job_t *job = (job_t *)arg;
-  const int64_t d = job->p.head_dim, dvp = pad8(job->p.head_dim_v);
+  const int64_t d = job->p.head_dim, dvp = pad8(job->p.head_dim_v), cap = job->cap;
   scratch_t w;
   const int64_t ldv = dvp + 8;
-  size_t floats = (size_t)(CPU_BQ * d + CPU_BK * d + d * CPU_LDT + CPU_BK * ldv + CPU_BQ * dvp + CPU_BQ * CPU_LDT);
-  /* calloc: the padding columns of the K and V tiles stay zero. */
-  float *buf = (float *)calloc(floats, sizeof(float));
-  if (buf == NULL) return NULL;
-  w.q = buf;
-  w.kr = w.q + CPU_BQ * d;
-  w.kt = w.kr + CPU_BK * d;
-  w.v = w.kt + d * CPU_LDT;
-  w.acc = w.v + CPU_BK * ldv;
-  w.s = w.acc + CPU_BQ * dvp;
+  /* every part a multiple of 16 floats, so each starts 64-byte aligned */
+  const int64_t nq = (CPU_BQ * d + 15) & ~(int64_t)15, nkr = CPU_BK * d;
+  const int64_t nkt = (cap / CPU_BK * d * CPU_LDT + 15) & ~(int64_t)15;
+  const int64_t nv = (cap * ldv + 15) & ~(int64_t)15, nacc = CPU_BQ * dvp, ns = CPU_BQ * CPU_LDT;
+  const size_t floats = (size_t)(nq + nkr + nkt + nv + nacc + ns), flags = (size_t)(cap / CPU_BK);
+  void *buf = NULL;
+  if (posix_memalign(&buf, 64, floats * sizeof(float) + flags) != 0) return NULL;
+  /* zeroed: the padding columns of the K and V tiles stay zero */
+  memset(buf, 0, floats * sizeof(float) + flags);
+  w.q = (float *)buf;
+  w.kr = w.q + nq;
+  w.kt = w.kr + nkr;
+  w.v = w.kt + nkt;
+  w.acc = w.v + nv;
+  w.s = w.acc + nacc;
+  w.done = (unsigned char *)(w.s + ns);
+  w.b = w.hk = -1;
   w.dv_pad = dvp, w.ldv = ldv;
   for (;;) {
     int64_t item = atomic_fetch_add(&job->next, 1);
@@ -333,6 +383,23 @@ static gp_status_t run_job(void *user) {
   return GP_SUCCESS;
 }
 
+/* Bytes each thread's K/V store may take (gp__cpu_attn_store_set; < 0: the default). */
+static atomic_llong g_store_bytes = -1;
+
+void gp__cpu_attn_store_set(int64_t bytes) { atomic_store(&g_store_bytes, bytes < 0 ? -1 : bytes); }
+
+/* The keys each thread's K/V store holds: the longest sequence's keys (rounded up to
+ * CPU_BK) where that fits the budget, else as many tiles as it allows, at least one. */
+static int64_t store_keys(const gp__attn_params_t *p) {
+  const int64_t set = atomic_load(&g_store_bytes);
+  const int64_t budget = set >= 0 ? set : CPU_STORE_BYTES;
+  const int64_t per_tile = (int64_t)sizeof(float) * (p->head_dim * CPU_LDT + CPU_BK * (pad8(p->head_dim_v) + 8));
+  const int64_t want = (p->seqlen_k + CPU_BK - 1) / CPU_BK * CPU_BK;
+  int64_t fit = budget / per_tile * CPU_BK;
+  if (fit < CPU_BK) fit = CPU_BK;
+  return want < fit ? (want > 0 ? want : CPU_BK) : fit;
+}
+
 gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p, bool simd,
                                   char *what, size_t what_len) {
   job_t *job = (job_t *)malloc(sizeof(*job));
@@ -343,9 +410,11 @@ gp_status_t gp__cpu_attention_fwd(gp_stream_t stream, const gp__attn_params_t *p
   job->total_q = 0;
   job->simd = simd;
   job->direct = p->dtype == GP_F32;
+  job->scale2 = (float)((double)p->scale * M_LOG2E);
+  job->cap = store_keys(p);
   atomic_init(&job->next, 0);
-  snprintf(what, what_len, "cpu tiled online softmax, %s (%d x %d tiles, %lld items, up to %d threads)",
+  snprintf(what, what_len, "cpu tiled online softmax, %s (%d x %d tiles, %lld items, up to %d threads, K/V %s)",
            simd ? "avx2+fma" : "scalar", CPU_BQ, CPU_BK, (long long)job->items,
-           gp__cpu_attn_threads(job->items));
+           gp__cpu_attn_threads(job->items), job->cap >= p->seqlen_k ? "converted once per head" : "per tile");
   return gp__be_enqueue_host_work(stream, run_job, job, true);
 }
