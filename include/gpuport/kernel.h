@@ -56,7 +56,10 @@
  *   gpuport/cooperative_groups.h.
  * - `__mul24`, `__umul24`, `__mulhi`, `__umulhi`, `__align__(n)`, `__grid_constant__`,
  *   `atomicX_system` / `atomicX_block`, `__ldcs` ... `__stwt`, the char/short/longlong
- *   vector types, `min`/`max` of mixed signedness (unsigned result, as CUDA).
+ *   vector types, `min`/`max` of mixed signedness (unsigned result, as CUDA), `umin`,
+ *   `umax`, `llmin`, `llmax`, `ullmin`, `ullmax`; warp match `gp_match_any(v)`,
+ *   `gp_match_all(v, &pred)`, their `_sync` forms and CUDA's `__match_any_sync`,
+ *   `__match_all_sync` (compared by bits; native on CUDA, from ballots and shuffles on HIP).
  * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
  *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
  *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
@@ -967,6 +970,52 @@ static inline void __syncwarp(gp_lane_mask_t mask = GP_FULL_MASK, GP__SITE) {
   (void)gp__cpu_warp_sync_mask(mask, 0, file, line);
 }
 static inline gp_lane_mask_t __activemask(GP__SITE) { return gp__cpu_warp_sync(0, file, line)->active; }
+/* Match (CUDA's __match_any_sync / __match_all_sync, compute capability 7.0): values
+ * are compared by their bits, as the hardware compares registers. */
+template <typename T> static inline gp_lane_mask_t gp__match_any(gp_lane_mask_t mask, T v, const char *file, int line) {
+  const uint64_t b = gp__to_bits(v);
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, b, file, line);
+  gp_lane_mask_t m = 0;
+  for (unsigned l = 0; l < GP_WARP_SIZE; l++)
+    if (((x->active >> l) & 1u) && x->val[l] == b) m |= (gp_lane_mask_t)1 << l;
+  return m;
+}
+template <typename T>
+static inline gp_lane_mask_t gp__match_all(gp_lane_mask_t mask, T v, int *pred, const char *file, int line) {
+  const uint64_t b = gp__to_bits(v);
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, b, file, line);
+  int same = 1;
+  for (unsigned l = 0; l < GP_WARP_SIZE; l++)
+    if (((x->active >> l) & 1u) && x->val[l] != b) same = 0;
+  if (pred) *pred = same;
+  return same ? x->active : 0;
+}
+#define GP__MATCH_OVERLOADS(T)                                                             \
+  static inline gp_lane_mask_t gp_match_any(T v, GP__SITE) { return gp__match_any<T>(0, v, file, line); } \
+  static inline gp_lane_mask_t gp_match_all(T v, int *pred, GP__SITE) {                  \
+    return gp__match_all<T>(0, v, pred, file, line);                                       \
+  }                                                                                        \
+  static inline gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t mask, T v, GP__SITE) {    \
+    return gp__match_any<T>(mask, v, file, line);                                          \
+  }                                                                                        \
+  static inline gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t mask, T v, int *pred, GP__SITE) { \
+    return gp__match_all<T>(mask, v, pred, file, line);                                    \
+  }                                                                                        \
+  static inline gp_lane_mask_t __match_any_sync(gp_lane_mask_t mask, T v, GP__SITE) {     \
+    return gp__match_any<T>(mask, v, file, line);                                          \
+  }                                                                                        \
+  static inline gp_lane_mask_t __match_all_sync(gp_lane_mask_t mask, T v, int *pred, GP__SITE) { \
+    return gp__match_all<T>(mask, v, pred, file, line);                                    \
+  }
+GP__MATCH_OVERLOADS(int)
+GP__MATCH_OVERLOADS(unsigned)
+GP__MATCH_OVERLOADS(long)
+GP__MATCH_OVERLOADS(unsigned long)
+GP__MATCH_OVERLOADS(long long)
+GP__MATCH_OVERLOADS(unsigned long long)
+GP__MATCH_OVERLOADS(float)
+GP__MATCH_OVERLOADS(double)
+#undef GP__MATCH_OVERLOADS
 static inline float gp_warp_reduce_sum(float v, GP__SITE) { return gp__warp_tree<float>(v, 0.0f, gp__addf, file, line); }
 static inline float gp_warp_reduce_max(float v, GP__SITE) { return gp__warp_tree<float>(v, -INFINITY, fmaxf, file, line); }
 static inline float gp_warp_reduce_min(float v, GP__SITE) { return gp__warp_tree<float>(v, INFINITY, fminf, file, line); }
@@ -1019,6 +1068,16 @@ static __device__ __forceinline__ int gp_any_sync(gp_lane_mask_t m, int pred) { 
 static __device__ __forceinline__ int gp_all_sync(gp_lane_mask_t m, int pred) { return __all_sync((unsigned)m, pred); }
 static __device__ __forceinline__ void gp_syncwarp_mask(gp_lane_mask_t m) { __syncwarp((unsigned)m); }
 static __device__ __forceinline__ gp_lane_mask_t gp_active_mask(void) { return (gp_lane_mask_t)__activemask(); }
+/* The match functions are native from compute capability 7.0 (sm_70_rt.h). */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
+#define GP__MATCH_OVERLOADS(T)                                                              \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any(T v) { return __match_any_sync(GP__FULL, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all(T v, int *pred) { return __match_all_sync(GP__FULL, v, pred); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t m, T v) { return __match_any_sync((unsigned)m, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t m, T v, int *pred) { return __match_all_sync((unsigned)m, v, pred); }
+#else
+#define GP__MATCH_OVERLOADS(T)
+#endif
 #else /* HIP: a wavefront runs in lockstep, so a mask only selects lanes (ROCm 5 has no _sync forms) */
 #define GP__SHFL_OVERLOADS(T)                                                               \
   static __device__ __forceinline__ T gp_shfl(T v, int src_lane, int width = GP_WARP_SIZE) { return __shfl(v, src_lane, width); } \
@@ -1053,6 +1112,8 @@ static __device__ __forceinline__ gp_lane_mask_t gp_active_mask(void) { return (
 #define __all_sync(m, p) gp_all_sync((gp_lane_mask_t)(m), (p))
 #define __syncwarp(...) gp_syncwarp()
 #define __activemask() gp_active_mask()
+#define __match_any_sync(m, v) gp_match_any_sync((gp_lane_mask_t)(m), (v))
+#define __match_all_sync(m, v, p) gp_match_all_sync((gp_lane_mask_t)(m), (v), (p))
 #endif
 GP__SHFL_OVERLOADS(float)
 GP__SHFL_OVERLOADS(int)
@@ -1063,6 +1124,47 @@ GP__SHFL_OVERLOADS(long long)
 GP__SHFL_OVERLOADS(unsigned long long)
 GP__SHFL_OVERLOADS(double)
 #undef GP__SHFL_OVERLOADS
+#if defined(GP_TARGET_HIP)
+/* Match from ballots and shuffles (AMD has no match instruction): each round the lowest
+ * lane still unmatched shows its value, and the lanes holding the same bits leave. */
+template <typename T> static __device__ __forceinline__ unsigned long long gp__bits64(T v) {
+  unsigned long long b = 0;
+  __builtin_memcpy(&b, &v, sizeof v);
+  return b;
+}
+template <typename T> static __device__ __forceinline__ gp_lane_mask_t gp__match_any(gp_lane_mask_t m, T v) {
+  const unsigned long long b = gp__bits64(v);
+  gp_lane_mask_t todo = gp_ballot_sync(m, 1), mine = 0;
+  while (todo) {
+    const unsigned long long lb = gp_shfl(b, __ffsll((long long)todo) - 1);
+    const gp_lane_mask_t same = gp_ballot_sync(todo, b == lb);
+    if (b == lb) mine = same;
+    todo &= ~same;
+  }
+  return mine;
+}
+template <typename T> static __device__ __forceinline__ gp_lane_mask_t gp__match_all(gp_lane_mask_t m, T v, int *pred) {
+  const unsigned long long b = gp__bits64(v);
+  const gp_lane_mask_t live = gp_ballot_sync(m, 1);
+  const int same = gp_all_sync(live, b == gp_shfl(b, __ffsll((long long)live) - 1));
+  if (pred) *pred = same;
+  return same ? live : 0;
+}
+#define GP__MATCH_OVERLOADS(T)                                                              \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any(T v) { return gp__match_any(~(gp_lane_mask_t)0, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all(T v, int *pred) { return gp__match_all(~(gp_lane_mask_t)0, v, pred); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t m, T v) { return gp__match_any(m, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t m, T v, int *pred) { return gp__match_all(m, v, pred); }
+#endif
+GP__MATCH_OVERLOADS(int)
+GP__MATCH_OVERLOADS(unsigned)
+GP__MATCH_OVERLOADS(long)
+GP__MATCH_OVERLOADS(unsigned long)
+GP__MATCH_OVERLOADS(long long)
+GP__MATCH_OVERLOADS(unsigned long long)
+GP__MATCH_OVERLOADS(float)
+GP__MATCH_OVERLOADS(double)
+#undef GP__MATCH_OVERLOADS
 
 /* Butterfly reductions: every lane ends with the same value (the CPU target computes
  * the same tree in the same order). */
@@ -1154,6 +1256,14 @@ GP__SCOPED(atomicAnd)
 GP__SCOPED(atomicOr)
 GP__SCOPED(atomicXor)
 #undef GP__SCOPED
+/* CUDA's integer minimum and maximum of one signedness (CUDA Math API, integer
+ * intrinsics); clang's HIP headers lack them. */
+GP_DEVICE unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+GP_DEVICE unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
+GP_DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }
+GP_DEVICE long long llmax(long long a, long long b) { return a > b ? a : b; }
+GP_DEVICE unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+GP_DEVICE unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 /* The cache hints change no result: plain loads and stores. */
 template <class T> GP_DEVICE T __ldcs(const T *p) { return *p; }
 template <class T> GP_DEVICE T __ldcg(const T *p) { return *p; }
