@@ -143,7 +143,8 @@ for e in '__constant__ float coeffs\[16\]; GP_SYMBOL_EXPORT(coeffs)' \
 grep -q 'cuda_runtime\|cublas_v2\|<cooperative_groups' "$out/rules.cu" && { echo "FAIL rules: a CUDA header is kept"; fail=1; }
 report 'rules.cu:16: review: __ballot_sync mask' rules
 report 'rules.cu:19: review: __shfl_xor_sync mask' rules
-report 'rules.cu:23: unmapped: __match_any_sync' rules
+report 'rules.cu:23: review: __match_all_sync mask' rules
+expect 'gp_lane_mask_t same; same = gp_match_any(lane); out\[0\] += __popcll(same) + gp_match_all_sync(0xff, lane, &lane);' rules
 report 'rules.cu:55: unmapped: cudaMalloc3D' rules
 
 # Templates, cooperative groups, half precision, cuBLAS, the profiler, the runtime

@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(256) vote(const int *in, unsigned long long *o
   __syncwarp();
   __syncwarp(0xffff);
   if (__any_sync(__activemask(), lane == 3)) atomicAdd(&counter, 1);
-  out[0] += __match_any_sync(0xffffffff, lane);
+  unsigned same; same = __match_any_sync(0xffffffff, lane); out[0] += __popc(same) + __match_all_sync(0xff, lane, &lane);
 }
 
 __global__ void coop(float *data) {
