@@ -30,7 +30,7 @@
  * `__float2bfloat16(_rn)`, `__bfloat162float`; `__hadd/__hsub/__hmul/__hdiv/__hfma/__hneg/
  * __habs/__hmax/__hmin`, `__heq/__hne/__hlt/__hle/__hgt/__hge` (ordered) and their `u`
  * (unordered) forms, `__hisnan`, `__hisinf`; `__hadd2/__hsub2/__hmul2/__hfma2/__h2div/
- * __hneg2/__habs2`; `__half2half2`, `__halves2half2`, `__floats2half2_rn`,
+ * __hneg2/__habs2`; `__half2half2`, `__float2half2_rn`, `__halves2half2`, `__floats2half2_rn`,
  * `__float22half2_rn`, `__half22float2`, `__low2half`, `__high2half`, `__low2float`,
  * `__high2float`, `__lows2half2`, `__highs2half2`, `__floats2bfloat162_rn`,
  * `__float22bfloat162_rn`, `__bfloat1622float2`, `__low2bfloat16`, `__high2bfloat16`,
@@ -220,6 +220,7 @@ GP__HQ __half __float2half(float f) { return __half(f); }
 GP__HQ __half __float2half_rn(float f) { return __half(f); }
 GP__HQ float __half2float(__half h) { return (float)h; }
 GP__HQ __half2 __half2half2(__half a) { return __half2(a, a); }
+GP__HQ __half2 __float2half2_rn(float f) { return __half2(__half(f), __half(f)); }
 GP__HQ __half2 __halves2half2(__half a, __half b) { return __half2(a, b); }
 GP__HQ __half2 __floats2half2_rn(float a, float b) { return __half2(__half(a), __half(b)); }
 GP__HQ __half2 __float22half2_rn(float2 f) { return __half2(__half(f.x), __half(f.y)); }

@@ -93,7 +93,7 @@ GP_KERNEL void kt_h_pairs(float *pairs, float *shuffled, half2 *hacc, __nv_bfloa
   (void)__low2bfloat16(bp), (void)__high2bfloat16(bp), (void)__float22half2_rn(make_float2(1.0f, 2.0f));
   /* CUDA's unprefixed names of the types */
   const half h = __float2half(ft);
-  const half2 h2 = __floats2half2_rn(-ft, ft);
+  const half2 h2 = __lows2half2(__floats2half2_rn(-ft, 0.0f), __float2half2_rn(ft));
   const nv_bfloat16 b = __float2bfloat16(ft);
   const nv_bfloat162 b2 = __floats2bfloat162_rn(-ft, ft);
   float *so = shuffled + 4 * t;
