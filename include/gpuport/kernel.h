@@ -105,6 +105,14 @@
 #endif
 
 #include <gpuport/export.h>
+/** @brief The CUDA runtime version (CUDART_VERSION's encoding, 1000 x major + 10 x minor)
+ *         whose API and semantics a ported source gets; gpuport-port writes it for
+ *         CUDART_VERSION, which sources test to choose code paths. CUDA's own under nvcc. */
+#if defined(GP_TARGET_CUDA) && defined(CUDART_VERSION)
+#define GP_CUDART_VERSION CUDART_VERSION
+#else
+#define GP_CUDART_VERSION 12000
+#endif
 #ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
@@ -205,6 +213,8 @@ GP_EXTERN_C_END
 #include <assert.h>
 #endif
 #include <gpuport/runtime.h>
+/* Host code of a dialect source queries its kernels (occupancy, attributes). */
+#include <gpuport/module.h>
 #elif defined(__HIPCC_RTC__) && !defined(assert)
 #define assert(e) ((e) ? (void)0 : __builtin_trap())
 #endif
@@ -504,6 +514,37 @@ template <auto F> struct __attribute__((visibility("hidden"))) gp__kdesc {
   static const gp__dreg GP__CAT(gp__dreg_, GP_SYMBOL_SYMBOL(name))(&GP_SYMBOL_SYMBOL(name));
 #endif
 
+
+#if !defined(GP__RTC)
+/** @cond GP_INTERNAL */
+/* The descriptor of device variable *F made and registered at its first use from host
+ * code (an instance of a variable template, which GP_SYMBOL_EXPORT cannot name).
+ * Hidden, as gp__kdesc. */
+template <auto F> struct __attribute__((visibility("hidden"))) gp__sdesc {
+  struct holder {
+    char name[256];
+    struct gp_symbol_s d;
+    holder() {
+      gp__kname(__PRETTY_FUNCTION__, name, sizeof name);
+      d = gp_symbol_s{GP_SYMBOL_MAGIC, GP_KERNEL_ABI_VERSION, name, (int)GP__KBACKEND, 0,
+                      (uint64_t)sizeof(*F), (const void *)F, {nullptr, nullptr}};
+      (void)gp__abi_register(&d);
+    }
+    ~holder() { gp__abi_unregister(&d); }
+  };
+  static inline holder made;
+  static const struct gp_symbol_s *get() { return &made.d; }
+};
+/** @endcond */
+/**
+ * @brief The descriptor (gp_symbol_t) of a `__constant__` or `__device__` variable named
+ *        from C++ host code of the source that defines it, for gp_memcpy_to_symbol() and
+ *        gp_memcpy_from_symbol(): `GP_SYMBOL_OF(coeffs<float>)` for an instance of a
+ *        variable template (`template <class T> __constant__ T coeffs[16];`), which
+ *        GP_SYMBOL_EXPORT cannot name. The descriptor is registered at its first use.
+ */
+#define GP_SYMBOL_OF(...) (gp__sdesc<&(__VA_ARGS__)>::get())
+#endif
 
 /* ---- shared memory ------------------------------------------------------------------ */
 /**
@@ -1337,6 +1378,57 @@ template <typename... A> struct gp__klaunch<void(A...)> {
 #define GP_LAUNCH(kernel, grid, block, shmem, stream, ...)                                  \
   gp__klaunch<typename gp__sig<decltype(&kernel)>::type>::launch(                               \
       gp__kdesc<&kernel>::get(), (grid), (block), (shmem), (stream), ##__VA_ARGS__)
+
+/**
+ * @brief CUDA's launch through a kernel pointer, `void (*k)(float *, int) = &scale;
+ *        k<<<grid, block, shmem, stream>>>(args...)`, in host code of a dialect source:
+ *        `gp_launch_ptr(k, grid, block, shmem, stream, args...)`. The kernel's descriptor
+ *        is found by its address among the kernels exported (GP_KERNEL_EXPORT,
+ *        GP_KERNEL_EXPORT_INSTANCE) by the calling object; each argument is converted to
+ *        the kernel's parameter type, as `<<<>>>` does.
+ * @return gp_launch()'s status; GP_ERROR_INVALID_VALUE (gp_last_error_message() set by
+ *         gp_launch) when @p kernel is no exported kernel of this object (a kernel
+ *         template instance, a host function).
+ */
+/**
+ * @brief The descriptor of the kernel at address @p kernel (a kernel pointer, or one cast
+ *        to `void *` as CUDA's occupancy and attribute queries take it), among the kernels
+ *        exported (GP_KERNEL_EXPORT, GP_KERNEL_EXPORT_INSTANCE) by the calling object.
+ * @return the descriptor, or NULL when @p kernel is no such kernel; the gp_ functions
+ *         given NULL return GP_ERROR_INVALID_VALUE with gp_last_error_message() set.
+ */
+static inline gp_kernel_t gp_kernel_of(const void *kernel) { return gp__kreg::find(kernel); }
+/** @brief gp_kernel_of() of a kernel pointer. */
+template <typename... A> static inline gp_kernel_t gp_kernel_of(void (*kernel)(A...)) {
+  return gp__kreg::find((const void *)kernel);
+}
+template <typename... A, typename... P>
+static inline gp_status_t gp_launch_ptr(void (*kernel)(A...), dim3 grid, dim3 block, size_t shmem, gp_stream_t stream,
+                                        P... args) {
+  return gp__klaunch<void(A...)>::launch(gp_kernel_of(kernel), grid, block, shmem, stream, args...);
+}
+
+/** @cond GP_INTERNAL */
+/* A kernel instance as a type: what gpuport-port's deduction helper of a kernel template
+ * k (gp__deduce_k, declared with k's template head and parameters) returns, so that the
+ * compiler deduces the instance from the launch's arguments as a call would. */
+template <auto F> struct gp__kfn { static constexpr auto fn = F; };
+template <auto F, typename... P>
+static inline gp_status_t gp__launch_fn(dim3 grid, dim3 block, size_t shmem, gp_stream_t stream, P... args) {
+  return gp__klaunch<typename gp__sig<decltype(F)>::type>::launch(gp__kdesc<F>::get(), grid, block, shmem, stream,
+                                                                    args...);
+}
+/** @endcond */
+/**
+ * @brief `k<<<grid, block, shmem, stream>>>(args...)` of a kernel template k whose
+ *        template arguments are deduced from the arguments (C++ template argument
+ *        deduction, as nvcc does at the launch): needs `gp__deduce_k`, a declaration with
+ *        k's template head and parameters returning `gp__kfn<&k<params...>>`, which
+ *        gpuport-port writes after the template.
+ * @return gp_launch()'s status.
+ */
+#define GP_LAUNCH_DEDUCED(kernel, grid, block, shmem, stream, ...)                          \
+  gp__launch_fn<decltype(gp__deduce_##kernel(__VA_ARGS__))::fn>((grid), (block), (shmem), (stream), ##__VA_ARGS__)
 #endif /* !GP__RTC */
 
 #endif /* __cplusplus */
