@@ -63,3 +63,10 @@ void afterDirective(float **p) {
 #endif
   cudaMalloc(p, 4);
 }
+
+void elaborated() {
+  struct cudaDeviceProp p;
+  struct cudaFuncAttributes fa;
+  cudaGetDeviceProperties(&p, 0);
+  printf("%zu %d\n", p.totalGlobalMem, fa.maxThreadsPerBlock);
+}
