@@ -1077,6 +1077,9 @@ static inline void gp_grid_sync(GP__SITE) { gp__cpu_grid_sync(file, line); }
 #ifndef __trap
 #define __trap() __builtin_trap()
 #endif
+/* A lane mask (gp_lane_mask_t, unsigned long) would make HIP's two __ffsll overloads
+ * (long long, unsigned long long) ambiguous. */
+static __device__ inline unsigned int __ffsll(unsigned long x) { return __ffsll((unsigned long long)x); }
 #endif
 
 /** @brief The calling thread's linear index in its block (lanes follow it on GPUs). */
@@ -1410,9 +1413,17 @@ static inline gp_status_t gp_launch_ptr(void (*kernel)(A...), dim3 grid, dim3 bl
 
 /** @cond GP_INTERNAL */
 /* A kernel instance as a type: what gpuport-port's deduction helper of a kernel template
- * k (gp__deduce_k, declared with k's template head and parameters) returns, so that the
- * compiler deduces the instance from the launch's arguments as a call would. */
+ * k (gp__deduce_k, with k's template head and parameters) returns, so that the compiler
+ * deduces the instance from the launch's arguments as a call would. The helper never
+ * runs: its parameters are unused. */
 template <auto F> struct gp__kfn { static constexpr auto fn = F; };
+#if defined(__GNUC__) || defined(__clang__)
+#define GP__DEDUCE_BEGIN _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
+#define GP__DEDUCE_END _Pragma("GCC diagnostic pop")
+#else
+#define GP__DEDUCE_BEGIN
+#define GP__DEDUCE_END
+#endif
 template <auto F, typename... P>
 static inline gp_status_t gp__launch_fn(dim3 grid, dim3 block, size_t shmem, gp_stream_t stream, P... args) {
   return gp__klaunch<typename gp__sig<decltype(F)>::type>::launch(gp__kdesc<F>::get(), grid, block, shmem, stream,
@@ -1422,9 +1433,10 @@ static inline gp_status_t gp__launch_fn(dim3 grid, dim3 block, size_t shmem, gp_
 /**
  * @brief `k<<<grid, block, shmem, stream>>>(args...)` of a kernel template k whose
  *        template arguments are deduced from the arguments (C++ template argument
- *        deduction, as nvcc does at the launch): needs `gp__deduce_k`, a declaration with
- *        k's template head and parameters returning `gp__kfn<&k<params...>>`, which
- *        gpuport-port writes after the template.
+ *        deduction, as nvcc does at the launch): needs `gp__deduce_k`, a function with
+ *        k's template head and parameters returning `gp__kfn<&k<params...>>()`, which
+ *        gpuport-port writes after the template (between GP__DEDUCE_BEGIN and
+ *        GP__DEDUCE_END).
  * @return gp_launch()'s status.
  */
 #define GP_LAUNCH_DEDUCED(kernel, grid, block, shmem, stream, ...)                          \
