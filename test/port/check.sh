@@ -153,6 +153,7 @@ report 'rules.cu:23: review: __match_all_sync mask' rules
 expect 'gp_lane_mask_t same; same = gp_match_any(lane); out\[0\] += __popcll(same) + gp_match_all_sync(0xff, lane, &lane);' rules
 report 'rules.cu:55: unmapped: cudaMalloc3D' rules
 expect '^  gp_device_props_t p;$' rules
+report 'rules.cu:75: review: __shared__ first: kept as __shared__' rules
 expect '^  gp_kernel_attributes_t fa;$' rules
 
 # Templates, cooperative groups, half precision, cuBLAS, the profiler, the runtime

@@ -70,3 +70,10 @@ void elaborated() {
   cudaGetDeviceProperties(&p, 0);
   printf("%zu %d\n", p.totalGlobalMem, fa.maxThreadsPerBlock);
 }
+
+__global__ void several(int *o) {
+  __shared__ int first, second;
+  if (threadIdx.x == 0) first = 1, second = 2;
+  __syncthreads();
+  o[threadIdx.x] = first + second;
+}
