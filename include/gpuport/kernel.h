@@ -62,7 +62,10 @@
  *   `__match_all_sync` (compared by bits; native on CUDA, from ballots and shuffles on HIP).
  * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
  *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
- *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
+ *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of(); `gp_launch_ptr()` and
+ *   `gp_kernel_of()` for a kernel held in a pointer, `GP_LAUNCH_DEDUCED` for a kernel
+ *   template whose arguments are deduced, `GP_SYMBOL_OF` for a variable template's
+ *   instance, `GP_CUDART_VERSION` for CUDART_VERSION.
  *
  * CPU notes: a plain `__shared__` variable becomes a thread-local there (one copy per
  * OS worker, shared by the fibers of a block, kept from block to block), and
