@@ -16,7 +16,8 @@
  *   several warps reduced through block_tile_memory.
  * - built-ins (test/kernels/kt_builtins.cu): 24-bit and high-half multiplies, vector
  *   types, __align__, scoped atomics, cache hints, mixed min/max; an assert after
- *   <assert.h> is included again still fails the launch.
+ *   <assert.h> is included again still fails the launch; warp match functions and the
+ *   integer umin/umax family.
  *
  * Inputs are random (seed printed; GP_TEST_SEED replays); outputs are poisoned first and
  * every element is checked against a float64 (or exact integer) reference.
@@ -827,6 +828,71 @@ START_TEST(builtins_match_cuda) {
 }
 END_TEST
 
+GP_KERNEL_DECLARE(kt_match);
+#ifdef GP_BUILD_CPU
+GP_KERNEL_DECLARE(kt_match_w64);
+#endif
+
+/* The lanes k of thread g's warp (width W) whose value equals g's, among the lanes of
+ * lanes (a bit set). */
+static uint64_t match_ref(const int *v, int g, int W, uint64_t lanes) {
+  const int base = g - g % W;
+  uint64_t m = 0;
+  for (int k = 0; k < W; k++)
+    if (((lanes >> k) & 1u) && v[base + k] == v[g]) m |= (uint64_t)1 << k;
+  return m;
+}
+
+/* __match_any_sync / __match_all_sync (CUDA C++ Programming Guide, Warp Match Functions):
+ * the lanes holding the same value, full and partial masks, 32- and 64-bit values; and
+ * umin / umax / llmin / llmax / ullmin / ullmax (CUDA Math API, integer intrinsics). */
+START_TEST(warp_match_and_integer_minmax) {
+  enum { T = 128, K = 6 };
+  gp_kernel_t ks[NBUILDS] = {GP_KERNEL_REF(kt_match)
+#ifdef GP_BUILD_CPU
+                             , GP_KERNEL_REF(kt_match_w64)
+#endif
+  };
+  gp_ref_rng_t rng;
+  gp_ref_rng_seed(&rng, g_seed ^ 0x3a7c);
+  int v[T];
+  unsigned long long o[T * K];
+  for (int i = 0; i < T; i++) v[i] = (int)(gp_ref_rng_next(&rng) % 4u);
+  int *din = NULL;
+  unsigned long long *dout = NULL;
+  OK(gp_malloc((void **)&din, sizeof v));
+  OK(gp_malloc((void **)&dout, sizeof o));
+  OK(gp_memcpy(din, v, sizeof v));
+  for (int b = 0; b < NBUILDS; b++) {
+    const int W = run_width(ks[b]);
+    const uint64_t full = W == 64 ? ~(uint64_t)0 : 0xffffffffu, even = 0x5555555555555555ull & full;
+    OK(gp_memset(dout, 0xab, sizeof o));
+    void *args[] = {&din, &dout};
+    OK(gp_launch(ks[b], gp_dim3(1, 1, 1), gp_dim3(T, 1, 1), 0, NULL, args));
+    OK(gp_memcpy(o, dout, sizeof o));
+    for (int g = 0; g < T; g++) {
+      const int warp = g / W, base = g - g % W;
+      int same = 1;
+      for (int k = 0; k < W; k++) same &= v[base + k] == v[g];
+      same |= warp % 2 == 0;
+      const unsigned x = (unsigned)v[g];
+      const unsigned long long want[K] = {
+          match_ref(v, g, W, full), match_ref(v, g, W, full),
+          g % 2 == 0 ? match_ref(v, g, W, even) : 0xababababababababull, same ? full : 0, (unsigned long long)same,
+          (x < 2 ? x : 2u) | (x > 2 ? x : 2u) << 4 | (unsigned long long)((x > 2 ? -(int)x : -2) + 8) << 8 |
+              (unsigned long long)((x < 2 ? -(int)x : -2) + 8) << 12 | (unsigned long long)x << 16 | 1ull << 20};
+      static const char *what[K] = {"gp_match_any(int)", "__match_any_sync(full, u64)", "__match_any_sync(even, float)",
+                                    "__match_all_sync(full, double)", "__match_all_sync pred", "umin .. ullmax"};
+      for (int k = 0; k < K; k++)
+        ck_assert_msg(o[K * g + k] == want[k], "seed 0x%llx, kt_match (warp width %d), thread %d: %s = 0x%llx, expected 0x%llx",
+                      (unsigned long long)g_seed, W, g, what[k], o[K * g + k], want[k]);
+    }
+  }
+  OK(gp_free(din));
+  OK(gp_free(dout));
+}
+END_TEST
+
 /* <assert.h> included after gpuport/kernel.h: a failed assert fails the launch, and the
  * process (and library) carry on. */
 START_TEST(assert_after_assert_h_fails_launch) {
@@ -875,6 +941,7 @@ static Suite *dialect_suite(void) {
   tcase_set_timeout(tb, 60);
   tcase_add_test(tb, builtins_match_cuda);
   tcase_add_test(tb, assert_after_assert_h_fails_launch);
+  tcase_add_test(tb, warp_match_and_integer_minmax);
   suite_add_tcase(s, tb);
   return s;
 }

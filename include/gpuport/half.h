@@ -24,12 +24,13 @@
  *   format is the correctly rounded result) and `__hfma` rounds once (exact product,
  *   round-to-odd sum), as the hardware's half instructions.
  *
- * Provided (CUDA's names): constructors and `operator float`, `+ - * /` and their
+ * Provided (CUDA's names): `half`, `half2`, `nv_bfloat16` and `nv_bfloat162` for the
+ * prefixed types; constructors and `operator float`, `+ - * /` and their
  * assignments, unary `-`, comparisons; `__float2half(_rn)`, `__half2float`,
  * `__float2bfloat16(_rn)`, `__bfloat162float`; `__hadd/__hsub/__hmul/__hdiv/__hfma/__hneg/
  * __habs/__hmax/__hmin`, `__heq/__hne/__hlt/__hle/__hgt/__hge` (ordered) and their `u`
  * (unordered) forms, `__hisnan`, `__hisinf`; `__hadd2/__hsub2/__hmul2/__hfma2/__h2div/
- * __hneg2/__habs2`; `__half2half2`, `__halves2half2`, `__floats2half2_rn`,
+ * __hneg2/__habs2`; `__half2half2`, `__float2half2_rn`, `__halves2half2`, `__floats2half2_rn`,
  * `__float22half2_rn`, `__half22float2`, `__low2half`, `__high2half`, `__low2float`,
  * `__high2float`, `__lows2half2`, `__highs2half2`, `__floats2bfloat162_rn`,
  * `__float22bfloat162_rn`, `__bfloat1622float2`, `__low2bfloat16`, `__high2bfloat16`,
@@ -211,10 +212,15 @@ template <class N> GP__HQ N gp__hpick(N a, N b, int max) {
 /** @brief IEEE binary16 with arithmetic (CUDA's `__half`). */
 GP__H16_TYPE(__half, __half2, gp_f16_t, gp_f16_from_f32, gp_f32_from_f16)
 GP__H16_OPS(__half, __half2)
+/** @brief CUDA's unprefixed names of the binary16 types (cuda_fp16.h: `typedef __half half`;
+ *         hip_fp16.h has them too). */
+typedef __half half;
+typedef __half2 half2;
 GP__HQ __half __float2half(float f) { return __half(f); }
 GP__HQ __half __float2half_rn(float f) { return __half(f); }
 GP__HQ float __half2float(__half h) { return (float)h; }
 GP__HQ __half2 __half2half2(__half a) { return __half2(a, a); }
+GP__HQ __half2 __float2half2_rn(float f) { return __half2(__half(f), __half(f)); }
 GP__HQ __half2 __halves2half2(__half a, __half b) { return __half2(a, b); }
 GP__HQ __half2 __floats2half2_rn(float a, float b) { return __half2(__half(a), __half(b)); }
 GP__HQ __half2 __float22half2_rn(float2 f) { return __half2(__half(f.x), __half(f.y)); }
@@ -264,6 +270,9 @@ GP__HQ gp_f16_t gp_f16_of(__half h) {
 /** @brief bfloat16 with arithmetic (CUDA's `__nv_bfloat16`). */
 GP__H16_TYPE(__nv_bfloat16, __nv_bfloat162, gp_bf16_t, gp_bf16_from_f32, gp_f32_from_bf16)
 GP__H16_OPS(__nv_bfloat16, __nv_bfloat162)
+/** @brief CUDA's unprefixed names of the bfloat16 types (cuda_bf16.h). */
+typedef __nv_bfloat16 nv_bfloat16;
+typedef __nv_bfloat162 nv_bfloat162;
 GP__HQ __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 GP__HQ __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 GP__HQ float __bfloat162float(__nv_bfloat16 h) { return (float)h; }

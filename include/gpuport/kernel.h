@@ -58,10 +58,16 @@
  *   gpuport/cooperative_groups.h.
  * - `__mul24`, `__umul24`, `__mulhi`, `__umulhi`, `__align__(n)`, `__grid_constant__`,
  *   `atomicX_system` / `atomicX_block`, `__ldcs` ... `__stwt`, the char/short/longlong
- *   vector types, `min`/`max` of mixed signedness (unsigned result, as CUDA).
+ *   vector types, `min`/`max` of mixed signedness (unsigned result, as CUDA), `umin`,
+ *   `umax`, `llmin`, `llmax`, `ullmin`, `ullmax`; warp match `gp_match_any(v)`,
+ *   `gp_match_all(v, &pred)`, their `_sync` forms and CUDA's `__match_any_sync`,
+ *   `__match_all_sync` (compared by bits; native on CUDA, from ballots and shuffles on HIP).
  * - Host code of a dialect source (C++): `GP_LAUNCH(kernel, grid, block, shmem,
  *   stream, args...)` for `kernel<<<grid, block, shmem, stream>>>(args...)`,
- *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of().
+ *   gp_launch_dim3(), gp_launch_cooperative(), gp_dim3_of(); `gp_launch_ptr()` and
+ *   `gp_kernel_of()` for a kernel held in a pointer, `GP_LAUNCH_DEDUCED` for a kernel
+ *   template whose arguments are deduced, `GP_SYMBOL_OF` for a variable template's
+ *   instance, `GP_CUDART_VERSION` for CUDART_VERSION.
  *
  * CPU notes: a plain `__shared__` variable becomes a thread-local there (one copy per
  * OS worker, shared by the fibers of a block, kept from block to block), and
@@ -104,6 +110,14 @@
 #endif
 
 #include <gpuport/export.h>
+/** @brief The CUDA runtime version (CUDART_VERSION's encoding, 1000 x major + 10 x minor)
+ *         whose API and semantics a ported source gets; gpuport-port writes it for
+ *         CUDART_VERSION, which sources test to choose code paths. CUDA's own under nvcc. */
+#if defined(GP_TARGET_CUDA) && defined(CUDART_VERSION)
+#define GP_CUDART_VERSION CUDART_VERSION
+#else
+#define GP_CUDART_VERSION 12000
+#endif
 #ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
@@ -204,6 +218,8 @@ GP_EXTERN_C_END
 #include <assert.h>
 #endif
 #include <gpuport/runtime.h>
+/* Host code of a dialect source queries its kernels (occupancy, attributes). */
+#include <gpuport/module.h>
 #elif defined(__HIPCC_RTC__) && !defined(assert)
 #define assert(e) ((e) ? (void)0 : __builtin_trap())
 #endif
@@ -503,6 +519,37 @@ template <auto F> struct __attribute__((visibility("hidden"))) gp__kdesc {
   static const gp__dreg GP__CAT(gp__dreg_, GP_SYMBOL_SYMBOL(name))(&GP_SYMBOL_SYMBOL(name));
 #endif
 
+
+#if !defined(GP__RTC)
+/** @cond GP_INTERNAL */
+/* The descriptor of device variable *F made and registered at its first use from host
+ * code (an instance of a variable template, which GP_SYMBOL_EXPORT cannot name).
+ * Hidden, as gp__kdesc. */
+template <auto F> struct __attribute__((visibility("hidden"))) gp__sdesc {
+  struct holder {
+    char name[256];
+    struct gp_symbol_s d;
+    holder() {
+      gp__kname(__PRETTY_FUNCTION__, name, sizeof name);
+      d = gp_symbol_s{GP_SYMBOL_MAGIC, GP_KERNEL_ABI_VERSION, name, (int)GP__KBACKEND, 0,
+                      (uint64_t)sizeof(*F), (const void *)F, {nullptr, nullptr}};
+      (void)gp__abi_register(&d);
+    }
+    ~holder() { gp__abi_unregister(&d); }
+  };
+  static inline holder made;
+  static const struct gp_symbol_s *get() { return &made.d; }
+};
+/** @endcond */
+/**
+ * @brief The descriptor (gp_symbol_t) of a `__constant__` or `__device__` variable named
+ *        from C++ host code of the source that defines it, for gp_memcpy_to_symbol() and
+ *        gp_memcpy_from_symbol(): `GP_SYMBOL_OF(coeffs<float>)` for an instance of a
+ *        variable template (`template <class T> __constant__ T coeffs[16];`), which
+ *        GP_SYMBOL_EXPORT cannot name. The descriptor is registered at its first use.
+ */
+#define GP_SYMBOL_OF(...) (gp__sdesc<&(__VA_ARGS__)>::get())
+#endif
 
 /* ---- shared memory ------------------------------------------------------------------ */
 /**
@@ -969,6 +1016,52 @@ static inline void __syncwarp(gp_lane_mask_t mask = GP_FULL_MASK, GP__SITE) {
   (void)gp__cpu_warp_sync_mask(mask, 0, file, line);
 }
 static inline gp_lane_mask_t __activemask(GP__SITE) { return gp__cpu_warp_sync(0, file, line)->active; }
+/* Match (CUDA's __match_any_sync / __match_all_sync, compute capability 7.0): values
+ * are compared by their bits, as the hardware compares registers. */
+template <typename T> static inline gp_lane_mask_t gp__match_any(gp_lane_mask_t mask, T v, const char *file, int line) {
+  const uint64_t b = gp__to_bits(v);
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, b, file, line);
+  gp_lane_mask_t m = 0;
+  for (unsigned l = 0; l < GP_WARP_SIZE; l++)
+    if (((x->active >> l) & 1u) && x->val[l] == b) m |= (gp_lane_mask_t)1 << l;
+  return m;
+}
+template <typename T>
+static inline gp_lane_mask_t gp__match_all(gp_lane_mask_t mask, T v, int *pred, const char *file, int line) {
+  const uint64_t b = gp__to_bits(v);
+  const gp__cpu_warp_xchg_t *x = gp__warp_xchg(mask, b, file, line);
+  int same = 1;
+  for (unsigned l = 0; l < GP_WARP_SIZE; l++)
+    if (((x->active >> l) & 1u) && x->val[l] != b) same = 0;
+  if (pred) *pred = same;
+  return same ? x->active : 0;
+}
+#define GP__MATCH_OVERLOADS(T)                                                             \
+  static inline gp_lane_mask_t gp_match_any(T v, GP__SITE) { return gp__match_any<T>(0, v, file, line); } \
+  static inline gp_lane_mask_t gp_match_all(T v, int *pred, GP__SITE) {                  \
+    return gp__match_all<T>(0, v, pred, file, line);                                       \
+  }                                                                                        \
+  static inline gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t mask, T v, GP__SITE) {    \
+    return gp__match_any<T>(mask, v, file, line);                                          \
+  }                                                                                        \
+  static inline gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t mask, T v, int *pred, GP__SITE) { \
+    return gp__match_all<T>(mask, v, pred, file, line);                                    \
+  }                                                                                        \
+  static inline gp_lane_mask_t __match_any_sync(gp_lane_mask_t mask, T v, GP__SITE) {     \
+    return gp__match_any<T>(mask, v, file, line);                                          \
+  }                                                                                        \
+  static inline gp_lane_mask_t __match_all_sync(gp_lane_mask_t mask, T v, int *pred, GP__SITE) { \
+    return gp__match_all<T>(mask, v, pred, file, line);                                    \
+  }
+GP__MATCH_OVERLOADS(int)
+GP__MATCH_OVERLOADS(unsigned)
+GP__MATCH_OVERLOADS(long)
+GP__MATCH_OVERLOADS(unsigned long)
+GP__MATCH_OVERLOADS(long long)
+GP__MATCH_OVERLOADS(unsigned long long)
+GP__MATCH_OVERLOADS(float)
+GP__MATCH_OVERLOADS(double)
+#undef GP__MATCH_OVERLOADS
 static inline float gp_warp_reduce_sum(float v, GP__SITE) { return gp__warp_tree<float>(v, 0.0f, gp__addf, file, line); }
 static inline float gp_warp_reduce_max(float v, GP__SITE) { return gp__warp_tree<float>(v, -INFINITY, fmaxf, file, line); }
 static inline float gp_warp_reduce_min(float v, GP__SITE) { return gp__warp_tree<float>(v, INFINITY, fminf, file, line); }
@@ -989,6 +1082,9 @@ static inline void gp_grid_sync(GP__SITE) { gp__cpu_grid_sync(file, line); }
 #ifndef __trap
 #define __trap() __builtin_trap()
 #endif
+/* A lane mask (gp_lane_mask_t, unsigned long) would make HIP's two __ffsll overloads
+ * (long long, unsigned long long) ambiguous. */
+static __device__ inline unsigned int __ffsll(unsigned long x) { return __ffsll((unsigned long long)x); }
 #endif
 
 /** @brief The calling thread's linear index in its block (lanes follow it on GPUs). */
@@ -1021,6 +1117,16 @@ static __device__ __forceinline__ int gp_any_sync(gp_lane_mask_t m, int pred) { 
 static __device__ __forceinline__ int gp_all_sync(gp_lane_mask_t m, int pred) { return __all_sync((unsigned)m, pred); }
 static __device__ __forceinline__ void gp_syncwarp_mask(gp_lane_mask_t m) { __syncwarp((unsigned)m); }
 static __device__ __forceinline__ gp_lane_mask_t gp_active_mask(void) { return (gp_lane_mask_t)__activemask(); }
+/* The match functions are native from compute capability 7.0 (sm_70_rt.h). */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
+#define GP__MATCH_OVERLOADS(T)                                                              \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any(T v) { return __match_any_sync(GP__FULL, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all(T v, int *pred) { return __match_all_sync(GP__FULL, v, pred); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t m, T v) { return __match_any_sync((unsigned)m, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t m, T v, int *pred) { return __match_all_sync((unsigned)m, v, pred); }
+#else
+#define GP__MATCH_OVERLOADS(T)
+#endif
 #else /* HIP: a wavefront runs in lockstep, so a mask only selects lanes (ROCm 5 has no _sync forms) */
 #define GP__SHFL_OVERLOADS(T)                                                               \
   static __device__ __forceinline__ T gp_shfl(T v, int src_lane, int width = GP_WARP_SIZE) { return __shfl(v, src_lane, width); } \
@@ -1055,6 +1161,8 @@ static __device__ __forceinline__ gp_lane_mask_t gp_active_mask(void) { return (
 #define __all_sync(m, p) gp_all_sync((gp_lane_mask_t)(m), (p))
 #define __syncwarp(...) gp_syncwarp()
 #define __activemask() gp_active_mask()
+#define __match_any_sync(m, v) gp_match_any_sync((gp_lane_mask_t)(m), (v))
+#define __match_all_sync(m, v, p) gp_match_all_sync((gp_lane_mask_t)(m), (v), (p))
 #endif
 GP__SHFL_OVERLOADS(float)
 GP__SHFL_OVERLOADS(int)
@@ -1065,6 +1173,47 @@ GP__SHFL_OVERLOADS(long long)
 GP__SHFL_OVERLOADS(unsigned long long)
 GP__SHFL_OVERLOADS(double)
 #undef GP__SHFL_OVERLOADS
+#if defined(GP_TARGET_HIP)
+/* Match from ballots and shuffles (AMD has no match instruction): each round the lowest
+ * lane still unmatched shows its value, and the lanes holding the same bits leave. */
+template <typename T> static __device__ __forceinline__ unsigned long long gp__bits64(T v) {
+  unsigned long long b = 0;
+  __builtin_memcpy(&b, &v, sizeof v);
+  return b;
+}
+template <typename T> static __device__ __forceinline__ gp_lane_mask_t gp__match_any(gp_lane_mask_t m, T v) {
+  const unsigned long long b = gp__bits64(v);
+  gp_lane_mask_t todo = gp_ballot_sync(m, 1), mine = 0;
+  while (todo) {
+    const unsigned long long lb = gp_shfl(b, __ffsll((long long)todo) - 1);
+    const gp_lane_mask_t same = gp_ballot_sync(todo, b == lb);
+    if (b == lb) mine = same;
+    todo &= ~same;
+  }
+  return mine;
+}
+template <typename T> static __device__ __forceinline__ gp_lane_mask_t gp__match_all(gp_lane_mask_t m, T v, int *pred) {
+  const unsigned long long b = gp__bits64(v);
+  const gp_lane_mask_t live = gp_ballot_sync(m, 1);
+  const int same = gp_all_sync(live, b == gp_shfl(b, __ffsll((long long)live) - 1));
+  if (pred) *pred = same;
+  return same ? live : 0;
+}
+#define GP__MATCH_OVERLOADS(T)                                                              \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any(T v) { return gp__match_any(~(gp_lane_mask_t)0, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all(T v, int *pred) { return gp__match_all(~(gp_lane_mask_t)0, v, pred); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t m, T v) { return gp__match_any(m, v); } \
+  static __device__ __forceinline__ gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t m, T v, int *pred) { return gp__match_all(m, v, pred); }
+#endif
+GP__MATCH_OVERLOADS(int)
+GP__MATCH_OVERLOADS(unsigned)
+GP__MATCH_OVERLOADS(long)
+GP__MATCH_OVERLOADS(unsigned long)
+GP__MATCH_OVERLOADS(long long)
+GP__MATCH_OVERLOADS(unsigned long long)
+GP__MATCH_OVERLOADS(float)
+GP__MATCH_OVERLOADS(double)
+#undef GP__MATCH_OVERLOADS
 
 /* Butterfly reductions: every lane ends with the same value (the CPU target computes
  * the same tree in the same order). */
@@ -1265,6 +1414,14 @@ GP__SCOPED(atomicAnd)
 GP__SCOPED(atomicOr)
 GP__SCOPED(atomicXor)
 #undef GP__SCOPED
+/* CUDA's integer minimum and maximum of one signedness (CUDA Math API, integer
+ * intrinsics); clang's HIP headers lack them. */
+GP_DEVICE unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+GP_DEVICE unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
+GP_DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }
+GP_DEVICE long long llmax(long long a, long long b) { return a > b ? a : b; }
+GP_DEVICE unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+GP_DEVICE unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 /* The cache hints change no result: plain loads and stores. */
 template <class T> GP_DEVICE T __ldcs(const T *p) { return *p; }
 template <class T> GP_DEVICE T __ldcg(const T *p) { return *p; }
@@ -1338,6 +1495,66 @@ template <typename... A> struct gp__klaunch<void(A...)> {
 #define GP_LAUNCH(kernel, grid, block, shmem, stream, ...)                                  \
   gp__klaunch<typename gp__sig<decltype(&kernel)>::type>::launch(                               \
       gp__kdesc<&kernel>::get(), (grid), (block), (shmem), (stream), ##__VA_ARGS__)
+
+/**
+ * @brief CUDA's launch through a kernel pointer, `void (*k)(float *, int) = &scale;
+ *        k<<<grid, block, shmem, stream>>>(args...)`, in host code of a dialect source:
+ *        `gp_launch_ptr(k, grid, block, shmem, stream, args...)`. The kernel's descriptor
+ *        is found by its address among the kernels exported (GP_KERNEL_EXPORT,
+ *        GP_KERNEL_EXPORT_INSTANCE) by the calling object; each argument is converted to
+ *        the kernel's parameter type, as `<<<>>>` does.
+ * @return gp_launch()'s status; GP_ERROR_INVALID_VALUE (gp_last_error_message() set by
+ *         gp_launch) when @p kernel is no exported kernel of this object (a kernel
+ *         template instance, a host function).
+ */
+/**
+ * @brief The descriptor of the kernel at address @p kernel (a kernel pointer, or one cast
+ *        to `void *` as CUDA's occupancy and attribute queries take it), among the kernels
+ *        exported (GP_KERNEL_EXPORT, GP_KERNEL_EXPORT_INSTANCE) by the calling object.
+ * @return the descriptor, or NULL when @p kernel is no such kernel; the gp_ functions
+ *         given NULL return GP_ERROR_INVALID_VALUE with gp_last_error_message() set.
+ */
+static inline gp_kernel_t gp_kernel_of(const void *kernel) { return gp__kreg::find(kernel); }
+/** @brief gp_kernel_of() of a kernel pointer. */
+template <typename... A> static inline gp_kernel_t gp_kernel_of(void (*kernel)(A...)) {
+  return gp__kreg::find((const void *)kernel);
+}
+template <typename... A, typename... P>
+static inline gp_status_t gp_launch_ptr(void (*kernel)(A...), dim3 grid, dim3 block, size_t shmem, gp_stream_t stream,
+                                        P... args) {
+  return gp__klaunch<void(A...)>::launch(gp_kernel_of(kernel), grid, block, shmem, stream, args...);
+}
+
+/** @cond GP_INTERNAL */
+/* A kernel instance as a type: what gpuport-port's deduction helper of a kernel template
+ * k (gp__deduce_k, with k's template head and parameters) returns, so that the compiler
+ * deduces the instance from the launch's arguments as a call would. The helper never
+ * runs: its parameters are unused. */
+template <auto F> struct gp__kfn { static constexpr auto fn = F; };
+#if defined(__GNUC__) || defined(__clang__)
+#define GP__DEDUCE_BEGIN _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
+#define GP__DEDUCE_END _Pragma("GCC diagnostic pop")
+#else
+#define GP__DEDUCE_BEGIN
+#define GP__DEDUCE_END
+#endif
+template <auto F, typename... P>
+static inline gp_status_t gp__launch_fn(dim3 grid, dim3 block, size_t shmem, gp_stream_t stream, P... args) {
+  return gp__klaunch<typename gp__sig<decltype(F)>::type>::launch(gp__kdesc<F>::get(), grid, block, shmem, stream,
+                                                                    args...);
+}
+/** @endcond */
+/**
+ * @brief `k<<<grid, block, shmem, stream>>>(args...)` of a kernel template k whose
+ *        template arguments are deduced from the arguments (C++ template argument
+ *        deduction, as nvcc does at the launch): needs `gp__deduce_k`, a function with
+ *        k's template head and parameters returning `gp__kfn<&k<params...>>()`, which
+ *        gpuport-port writes after the template (between GP__DEDUCE_BEGIN and
+ *        GP__DEDUCE_END).
+ * @return gp_launch()'s status.
+ */
+#define GP_LAUNCH_DEDUCED(kernel, grid, block, shmem, stream, ...)                          \
+  gp__launch_fn<decltype(gp__deduce_##kernel(__VA_ARGS__))::fn>((grid), (block), (shmem), (stream), ##__VA_ARGS__)
 #endif /* !GP__RTC */
 
 #endif /* __cplusplus */

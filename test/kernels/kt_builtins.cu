@@ -47,3 +47,28 @@ GP_KERNEL void kt_assert_after(int *out) {
   assert(threadIdx.x != 3);
 }
 GP_KERNEL_EXPORT(kt_assert_after)
+
+/* Warp match (__match_any_sync, __match_all_sync and their maskless gp_ forms) and the
+ * integer umin / umax family, per thread: out[6 * t + k] as test_dialect.c lists them. */
+GP_KERNEL void kt_match(const int *in, unsigned long long *out) {
+  const unsigned t = threadIdx.x, lane = gp_lane_id();
+  const int v = in[t];
+  unsigned long long *o = out + 6 * t;
+  o[0] = gp_match_any(v);
+  /* 64-bit values: pointers, as an aggregated atomic compares them */
+  o[1] = __match_any_sync(GP_FULL_MASK, (unsigned long long)(uintptr_t)(in + v));
+  if (lane % 2 == 0) {
+    gp_lane_mask_t even = 0;
+    for (unsigned l = 0; l < GP_WARP_SIZE; l += 2) even |= (gp_lane_mask_t)1 << l;
+    o[2] = __match_any_sync(even, (float)v);
+  }
+  int pred = -1;
+  const double w = gp_warp_id() % 2 == 0 ? 7.0 : (double)v;
+  o[3] = __match_all_sync(GP_FULL_MASK, w, &pred);
+  o[4] = (unsigned long long)pred;
+  /* nibbles: umin, umax, llmin + 8, llmax + 8, ullmin, ullmax >> 40 */
+  o[5] = umin((unsigned)v, 2u) | umax((unsigned)v, 2u) << 4 | (unsigned long long)(llmin(-v, -2) + 8) << 8 |
+         (unsigned long long)(llmax(-v, -2) + 8) << 12 | ullmin(1ull << 40, (unsigned long long)v) << 16 |
+         (ullmax(1ull << 40, (unsigned long long)v) >> 40) << 20;
+}
+GP_KERNEL_EXPORT(kt_match)

@@ -76,7 +76,7 @@ GP_KERNEL_EXPORT(kt_h_arith)
  * __half, __half2.y, __nv_bfloat16, __nv_bfloat162.y (bf16 via __shfl_xor_sync, half via
  * gp_shfl_xor); acc[0..1]: atomicAdd of (1, 2) to a __half2 by every thread, acc[2..3]
  * the same on a __nv_bfloat162. */
-GP_KERNEL void kt_h_pairs(float *pairs, float *shuffled, __half2 *hacc, __nv_bfloat162 *bacc, float *acc) {
+GP_KERNEL void kt_h_pairs(float *pairs, float *shuffled, half2 *hacc, __nv_bfloat162 *bacc, float *acc) {
   const unsigned t = threadIdx.x;
   const float ft = (float)t;
   const __half2 p = __floats2half2_rn(ft, ft + 0.5f), q = __halves2half2(__float2half(2.0f), __float2half(0.25f));
@@ -91,10 +91,11 @@ GP_KERNEL void kt_h_pairs(float *pairs, float *shuffled, __half2 *hacc, __nv_bfl
   o[0] = s.x, o[1] = s.y, o[2] = m.x, o[3] = m.y, o[4] = f.x, o[5] = f.y, o[6] = bf.x, o[7] = bf.y;
   (void)__low2half(p), (void)__high2half(p), (void)__lows2half2(p, q);
   (void)__low2bfloat16(bp), (void)__high2bfloat16(bp), (void)__float22half2_rn(make_float2(1.0f, 2.0f));
-  const __half h = __float2half(ft);
-  const __half2 h2 = __floats2half2_rn(-ft, ft);
-  const __nv_bfloat16 b = __float2bfloat16(ft);
-  const __nv_bfloat162 b2 = __floats2bfloat162_rn(-ft, ft);
+  /* CUDA's unprefixed names of the types */
+  const half h = __float2half(ft);
+  const half2 h2 = __lows2half2(__floats2half2_rn(-ft, 0.0f), __float2half2_rn(ft));
+  const nv_bfloat16 b = __float2bfloat16(ft);
+  const nv_bfloat162 b2 = __floats2bfloat162_rn(-ft, ft);
   float *so = shuffled + 4 * t;
   so[0] = __half2float(gp_shfl_xor(h, 1));
   so[1] = __high2float(gp_shfl_xor(h2, 1));

@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(256) vote(const int *in, unsigned long long *o
   __syncwarp();
   __syncwarp(0xffff);
   if (__any_sync(__activemask(), lane == 3)) atomicAdd(&counter, 1);
-  out[0] += __match_any_sync(0xffffffff, lane);
+  unsigned same; same = __match_any_sync(0xffffffff, lane); out[0] += __popc(same) + __match_all_sync(0xff, lane, &lane);
 }
 
 __global__ void coop(float *data) {
@@ -80,4 +80,18 @@ __global__ void shadowedMask(int *out) {
     int mask = (1 << 8) - 1;
     out[threadIdx.x] = __shfl_up_sync(mask, out[threadIdx.x], 1, 8);
   }
+}
+
+void elaborated() {
+  struct cudaDeviceProp p;
+  struct cudaFuncAttributes fa;
+  cudaGetDeviceProperties(&p, 0);
+  printf("%zu %d\n", p.totalGlobalMem, fa.maxThreadsPerBlock);
+}
+
+__global__ void several(int *o) {
+  __shared__ int first, second;
+  if (threadIdx.x == 0) first = 1, second = 2;
+  __syncthreads();
+  o[threadIdx.x] = first + second;
 }
