@@ -160,6 +160,15 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamQuery hipStreamQuery
 #define gpuStreamAttachMemAsync hipStreamAttachMemAsync
+#define gpuStreamAddCallback hipStreamAddCallback
+#define gpuSetDeviceFlags hipSetDeviceFlags
+#define gpuGetDeviceFlags hipGetDeviceFlags
+#define gpuDeviceLmemResizeToMax hipDeviceLmemResizeToMax
+#define gpuDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
+#define gpuMemPoolSetAttribute hipMemPoolSetAttribute
+#define gpuMemPoolGetAttribute hipMemPoolGetAttribute
+typedef hipMemPool_t gpuMemPool_t;
+typedef hipMemPoolAttr gpuMemPoolAttr;
 #define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDestroy hipEventDestroy
