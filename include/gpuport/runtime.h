@@ -393,8 +393,7 @@ enum {
  * @param[in] flags an OR of at most one GP_DEVICE_SCHEDULE_* value, ::GP_DEVICE_MAP_HOST and
  *            ::GP_DEVICE_LMEM_RESIZE_TO_MAX.
  * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (an unknown bit, or two scheduling values:
- *         cudaSetDeviceFlags's cudaErrorInvalidValue); ::GP_ERROR_NO_DEVICE;
- *         ::GP_ERROR_OUT_OF_MEMORY (no memory for the calling thread's state).
+ *         cudaSetDeviceFlags's cudaErrorInvalidValue); ::GP_ERROR_NO_DEVICE.
  */
 GP_API gp_status_t gp_device_set_flags(unsigned flags);
 
@@ -623,8 +622,8 @@ typedef enum gp_mem_pool_attr {
  * @param[out] pool the pool.
  * @param[in] device ordinal.
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p pool), ::GP_ERROR_INVALID_DEVICE,
- *         ::GP_ERROR_NO_DEVICE, ::GP_ERROR_NOT_SUPPORTED (a device without memory pools,
- *         memory_pools_supported 0).
+ *         ::GP_ERROR_NO_DEVICE; on cuda and hip what the native call returns
+ *         (::GP_ERROR_NOT_SUPPORTED on a device without memory pools, memory_pools_supported 0).
  */
 GP_API gp_status_t gp_device_get_default_mem_pool(gp_mem_pool_t *pool, int device);
 
@@ -634,7 +633,7 @@ GP_API gp_status_t gp_device_get_default_mem_pool(gp_mem_pool_t *pool, int devic
  * @param[in] attr the attribute.
  * @param[in] value points to an int (reuse policies: 0 or 1) or a uint64_t (release
  *            threshold), as ::gp_mem_pool_attr_t says.
- * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p value, @p attr not a
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p pool or @p value, @p attr not a
  *         ::gp_mem_pool_attr_t, a reuse policy other than 0 or 1: cudaMemPoolSetAttribute's
  *         cudaErrorInvalidValue); ::GP_ERROR_INVALID_HANDLE (on the cpu backend, @p pool is
  *         not a pool gpuport gave out; on cuda and hip the native runtime checks it).

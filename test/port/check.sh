@@ -1,7 +1,8 @@
 #!/bin/sh
 # check.sh [LIBDIR] - the porting test: gpuport-port converts the six classic CUDA
 # programs of this directory (plain CUDA, as written for nvcc), user_names.cu,
-# code_first.cu (NULL before its first #include),
+# code_first.cu (NULL before its first #include), stream_callback.cu (device flags, a
+# stream callback, mapped memory, the default memory pool),
 # include_order.cu (with its own helper_cuda.h) and
 # uses_header.cu (with kernels.cuh); each converted program must port with the exit
 # status expected (0 clean, 1 notes to review), build with scripts/gpuport-cc against
@@ -39,7 +40,7 @@ build_run() {
   done
 }
 
-for src in vector_add reduce transpose histogram scan softmax user_names code_first; do
+for src in vector_add reduce transpose histogram scan softmax user_names code_first stream_callback; do
   echo "== gpuport-port test/port/$src.cu"
   want=0
   [ $src = scan ] && want=1 # the dynamic shared memory size counts 32-lane warps (review)
