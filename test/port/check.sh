@@ -140,7 +140,13 @@ for e in '__constant__ float coeffs\[16\]; GP_SYMBOL_EXPORT(coeffs)' \
   'gp_event_create_with_flags(&e, GP_EVENT_DISABLE_TIMING)' \
   'gp_event_record(e, NULL)' \
   'gp_memcpy_2d_async(d_out, 8, h, 8, 8, 2, s)' \
-  'gp_malloc((void \*\*)(p), 4);'; do expect "$e" rules; done
+  'gp_malloc((void \*\*)(p), 4);' \
+  'gp_stream_begin_capture(s, GP_CAPTURE_MODE_RELAXED)' \
+  'gp_capture_status_t st;' \
+  'if (st == GP_CAPTURE_STATUS_ACTIVE)' \
+  'gp_graph_get_nodes(g, NULL, &n)' \
+  'gp_graph_node_type_t t = GP_GRAPH_NODE_TYPE_MEMSET;' \
+  'gp_graph_exec_update_result_t r = GP_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;'; do expect "$e" rules; done
 grep -q 'cuda_runtime\|cublas_v2\|<cooperative_groups' "$out/rules.cu" && { echo "FAIL rules: a CUDA header is kept"; fail=1; }
 report 'rules.cu:16: review: __ballot_sync mask' rules
 report 'rules.cu:19: review: __shfl_xor_sync mask' rules
