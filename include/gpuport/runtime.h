@@ -377,7 +377,8 @@ enum {
                                                 (cudaDeviceMapHost; mapping is always on since
                                                 CUDA 4 with unified addressing) */
   GP_DEVICE_LMEM_RESIZE_TO_MAX = 0x10      /**< keep local memory sized for the largest
-                                                launch (cudaDeviceLmemResizeToMax) */
+                                                launch (cudaDeviceLmemResizeToMax; dropped on
+                                                HIP, whose devices have no such setting) */
 };
 
 /**

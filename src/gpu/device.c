@@ -185,7 +185,7 @@ gp_status_t gp__be_device_enable_peer_access(int peer) {
   return GP_SUCCESS;
 }
 
-/* GP_DEVICE_* are CUDA's bits; HIP spells the local-memory bit differently (0x16). */
+/* GP_DEVICE_* are CUDA's bits; HIP has no local-memory bit (gpuDeviceLmemResizeToMax 0). */
 gp_status_t gp__be_device_set_flags(unsigned flags) {
   unsigned native = flags & ~(unsigned)GP_DEVICE_LMEM_RESIZE_TO_MAX;
   if (flags & GP_DEVICE_LMEM_RESIZE_TO_MAX) native |= gpuDeviceLmemResizeToMax;
@@ -197,7 +197,8 @@ gp_status_t gp__be_device_get_flags(unsigned *flags) {
   unsigned native = 0;
   GP__GPU_TRY(gpuGetDeviceFlags, (&native));
   unsigned f = native & (GP_DEVICE_SCHEDULE_MASK | GP_DEVICE_MAP_HOST);
-  if ((native & gpuDeviceLmemResizeToMax) == gpuDeviceLmemResizeToMax) f |= GP_DEVICE_LMEM_RESIZE_TO_MAX;
+  if (gpuDeviceLmemResizeToMax != 0u && (native & gpuDeviceLmemResizeToMax) != 0u)
+    f |= GP_DEVICE_LMEM_RESIZE_TO_MAX;
   *flags = f;
   return GP_SUCCESS;
 }

@@ -163,7 +163,9 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuStreamAddCallback hipStreamAddCallback
 #define gpuSetDeviceFlags hipSetDeviceFlags
 #define gpuGetDeviceFlags hipGetDeviceFlags
-#define gpuDeviceLmemResizeToMax hipDeviceLmemResizeToMax
+/* hipDeviceLmemResizeToMax (0x16) overlaps the scheduling bits, and AMD devices have no
+ * such setting: the flag is dropped. */
+#define gpuDeviceLmemResizeToMax 0u
 #define gpuDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
 #define gpuMemPoolSetAttribute hipMemPoolSetAttribute
 #define gpuMemPoolGetAttribute hipMemPoolGetAttribute
