@@ -63,16 +63,3 @@ void afterDirective(float **p) {
 #endif
   cudaMalloc(p, 4);
 }
-
-// Names of stream capture and graphs.
-void graphNames(cudaStream_t s, cudaGraph_t g) {
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
-  cudaStreamCaptureStatus st;
-  cudaStreamIsCapturing(s, &st);
-  if (st == cudaStreamCaptureStatusActive) return;
-  size_t n = 0;
-  cudaGraphGetNodes(g, NULL, &n);
-  cudaGraphNodeType t = cudaGraphNodeTypeMemset;
-  cudaGraphExecUpdateResult r = cudaGraphExecUpdateErrorTopologyChanged;
-  printf("%d %d\n", (int)t, (int)r);
-}
