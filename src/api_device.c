@@ -242,6 +242,9 @@ static const size_t g_props_ends[] = {
     GP__END(gp_device_props_t, cooperative_launch),
     GP__END(gp_device_props_t, direct_managed_mem_access_from_host),
     GP__END(gp_device_props_t, memory_pools_supported),
+    GP__END(gp_device_props_t, gpu_overlap),
+    GP__END(gp_device_props_t, pageable_memory_access_uses_host_page_tables),
+    GP__END(gp_device_props_t, max_access_policy_window_size),
 };
 
 GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device) {
@@ -323,6 +326,31 @@ GP_API gp_status_t gp_device_enable_peer_access(int peer) {
   int cur = gp__current_device();
   GP__CHECK_ARG(peer != cur, "'peer' is %d, the current device itself", peer);
   return gp__be_device_enable_peer_access(peer);
+}
+
+GP_API gp_status_t gp_device_set_flags(unsigned flags) {
+  const unsigned known = GP_DEVICE_SCHEDULE_MASK | GP_DEVICE_MAP_HOST | GP_DEVICE_LMEM_RESIZE_TO_MAX;
+  GP__CHECK_ARG((flags & ~known) == 0,
+                "'flags' (0x%x) has bits other than GP_DEVICE_SCHEDULE_*, GP_DEVICE_MAP_HOST and "
+                "GP_DEVICE_LMEM_RESIZE_TO_MAX",
+                flags);
+  /* The scheduling values are 0, 1, 2 and 4: two of them together is no value. */
+  const unsigned sched = flags & GP_DEVICE_SCHEDULE_MASK;
+  GP__CHECK_ARG((sched & (sched - 1)) == 0,
+                "'flags' (0x%x) names more than one scheduling value (GP_DEVICE_SCHEDULE_SPIN, "
+                "_YIELD, _BLOCKING_SYNC: at most one)",
+                flags);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  return gp__be_device_set_flags(flags);
+}
+
+GP_API gp_status_t gp_device_get_flags(unsigned *flags) {
+  GP__CHECK_NOT_NULL(flags);
+  *flags = 0;
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  return gp__be_device_get_flags(flags);
 }
 
 GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest) {

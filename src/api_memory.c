@@ -251,6 +251,46 @@ GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream) {
   return st;
 }
 
+/* ---- memory pools ----------------------------------------------------------------------- */
+
+GP_API gp_status_t gp_device_get_default_mem_pool(gp_mem_pool_t *pool, int device) {
+  GP__CHECK_NOT_NULL(pool);
+  *pool = NULL;
+  GP__TRY(gp__api_check_device(__func__, "device", device));
+  return gp__be_device_get_default_mem_pool(pool, device);
+}
+
+static bool pool_attr_is_int(gp_mem_pool_attr_t attr) {
+  return attr == GP_MEM_POOL_REUSE_FOLLOW_EVENT_DEPENDENCIES ||
+         attr == GP_MEM_POOL_REUSE_ALLOW_OPPORTUNISTIC ||
+         attr == GP_MEM_POOL_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
+}
+
+static gp_status_t pool_attr_check(const char *func, gp_mem_pool_t pool, gp_mem_pool_attr_t attr,
+                                   const void *value) {
+  GP__TRY(gp__api_init(func));
+  if (pool == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'pool' is NULL");
+  if (value == NULL) return gp__error(GP_ERROR_INVALID_VALUE, func, "'value' is NULL");
+  if (!pool_attr_is_int(attr) && attr != GP_MEM_POOL_ATTR_RELEASE_THRESHOLD)
+    return gp__error(GP_ERROR_INVALID_VALUE, func,
+                     "'attr' is %d, not a gp_mem_pool_attr_t (cudaMemPoolAttr) gpuport knows",
+                     (int)attr);
+  return GP_SUCCESS;
+}
+
+GP_API gp_status_t gp_mem_pool_set_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value) {
+  GP__TRY(pool_attr_check(__func__, pool, attr, value));
+  if (pool_attr_is_int(attr) && *(const int *)value != 0 && *(const int *)value != 1)
+    return gp__error(GP_ERROR_INVALID_VALUE, __func__,
+                     "a reuse policy is 0 (off) or 1 (on), not %d", *(const int *)value);
+  return gp__be_mem_pool_set_attribute(pool, attr, value);
+}
+
+GP_API gp_status_t gp_mem_pool_get_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value) {
+  GP__TRY(pool_attr_check(__func__, pool, attr, value));
+  return gp__be_mem_pool_get_attribute(pool, attr, value);
+}
+
 /* ---- copies and sets ------------------------------------------------------------------ */
 
 /* Bytes spanned by height rows of width bytes, pitch apart; false on overflow. */

@@ -132,6 +132,17 @@ GP_API gp_status_t gp_launch_host_func(gp_stream_t stream, void (*fn)(void *), v
   return gp__be_launch_host_func(s, fn, user);
 }
 
+GP_API gp_status_t gp_stream_add_callback(gp_stream_t stream, gp_stream_callback_t callback, void *user,
+                                          unsigned flags) {
+  GP__CHECK_NOT_NULL(callback);
+  GP__CHECK_ARG(flags == 0, "'flags' is 0x%x; it is reserved and must be 0", flags);
+  int n = 0;
+  GP__TRY(gp__api_device_count(__func__, &n));
+  GP__STREAM_REF gp_stream_t s = NULL;
+  GP__TRY(gp__stream_resolve(stream, __func__, &s));
+  return gp__be_stream_add_callback(s, callback, user);
+}
+
 GP_API void *gp_stream_native(gp_stream_t stream) {
   GP__STREAM_REF gp_stream_t s = NULL;
   if (gp__api_init(__func__) != GP_SUCCESS || gp__stream_resolve(stream, __func__, &s) != GP_SUCCESS)

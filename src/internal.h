@@ -272,6 +272,9 @@ gp_status_t gp__be_device_reset(void);
 gp_status_t gp__be_device_can_access_peer(int *can, int device, int peer);
 gp_status_t gp__be_device_enable_peer_access(int peer);
 gp_status_t gp__be_stream_priority_range(int *least, int *greatest);
+/* Flags of the current device: checked (GP_DEVICE_* bits, one scheduling value). */
+gp_status_t gp__be_device_set_flags(unsigned flags);
+gp_status_t gp__be_device_get_flags(unsigned *flags);
 
 gp_status_t gp__be_malloc(void **ptr, size_t bytes);          /* current device */
 gp_status_t gp__be_free(void *ptr, const gp__alloc_info_t *info);
@@ -284,6 +287,11 @@ gp_status_t gp__be_host_get_device_pointer(void **dptr, void *host);
 gp_status_t gp__be_host_unregister(void *ptr);
 gp_status_t gp__be_malloc_async(void **ptr, size_t bytes, gp_stream_t stream);
 gp_status_t gp__be_free_async(void *ptr, gp_stream_t stream);
+/* Memory pools: device checked; attr one of gp_mem_pool_attr_t, value not NULL, a reuse
+ * policy's value 0 or 1. The backend checks the pool handle. */
+gp_status_t gp__be_device_get_default_mem_pool(gp_mem_pool_t *pool, int device);
+gp_status_t gp__be_mem_pool_set_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value);
+gp_status_t gp__be_mem_pool_get_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value);
 /* Native allocations the registry does not know (cudaMalloc'd memory): fills attr and
  * returns true when the native runtime recognises ptr. CPU: always false. */
 bool gp__be_pointer_native(const void *ptr, gp_pointer_attributes_t *attr);
@@ -308,6 +316,8 @@ gp_status_t gp__be_stream_synchronize(gp_stream_t stream);
 gp_status_t gp__be_stream_query(gp_stream_t stream);
 gp_status_t gp__be_stream_wait_event(gp_stream_t stream, gp_event_t event);
 gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
+/* cb receives stream as the caller gave it (a default stream's name included). */
+gp_status_t gp__be_stream_add_callback(gp_stream_t stream, gp_stream_callback_t cb, void *user);
 /* Attach of checked managed memory (flags one of GP_MEM_ATTACH_*). */
 gp_status_t gp__be_stream_attach_mem_async(gp_stream_t stream, void *ptr, size_t length, unsigned flags);
 void *gp__be_stream_native(gp_stream_t stream);

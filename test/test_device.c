@@ -224,6 +224,9 @@ START_TEST(device_attributes) {
       ck_assert_int_eq(p.can_map_host_memory, 1);
       ck_assert_int_eq(p.unified_addressing, 1);
       ck_assert_int_eq(p.pageable_memory_access, 0);
+      ck_assert_int_eq(p.gpu_overlap, 1); /* two copy engines */
+      ck_assert_int_eq(p.pageable_memory_access_uses_host_page_tables, 0);
+      ck_assert_int_eq(p.max_access_policy_window_size, 0);
       ck_assert_int_eq(p.max_blocks_per_multiprocessor, 1); /* gp_occupancy_max_active_blocks */
       ck_assert_int_eq(p.pci_device_id, -1);
       ck_assert_int_eq(p.kernel_exec_timeout, getenv("GP_LAUNCH_TIMEOUT_S") != NULL &&
@@ -374,6 +377,42 @@ START_TEST(refused_without_device) {
 }
 END_TEST
 
+/* cudaSetDeviceFlags / cudaGetDeviceFlags: kept per device, checked as CUDA checks them. */
+START_TEST(device_flags) {
+  NEED_DEVICES(1, n);
+  unsigned f = 0xdead;
+  OK(gp_device_get_flags(&f));
+  if (gp_backend() == GP_BACKEND_CPU) ck_assert_uint_eq(f, GP_DEVICE_SCHEDULE_AUTO);
+  OK(gp_device_set_flags(GP_DEVICE_SCHEDULE_BLOCKING_SYNC | GP_DEVICE_MAP_HOST));
+  OK(gp_device_get_flags(&f));
+  ck_assert_uint_eq(f & (GP_DEVICE_SCHEDULE_MASK | GP_DEVICE_MAP_HOST),
+                    GP_DEVICE_SCHEDULE_BLOCKING_SYNC | GP_DEVICE_MAP_HOST);
+  OK(gp_device_set_flags(GP_DEVICE_SCHEDULE_SPIN | GP_DEVICE_LMEM_RESIZE_TO_MAX));
+  OK(gp_device_get_flags(&f));
+  ck_assert_uint_eq(f & GP_DEVICE_SCHEDULE_MASK, GP_DEVICE_SCHEDULE_SPIN);
+  ck_assert_uint_eq(f & GP_DEVICE_LMEM_RESIZE_TO_MAX, GP_DEVICE_LMEM_RESIZE_TO_MAX);
+  /* Waits still work under every scheduling value. */
+  OK(gp_device_set_flags(GP_DEVICE_SCHEDULE_YIELD));
+  OK(gp_device_synchronize());
+  /* Refused, and the flags stay as they were. */
+  FAILS(gp_device_set_flags(0x100), GP_ERROR_INVALID_VALUE, "flags");
+  FAILS(gp_device_set_flags(GP_DEVICE_SCHEDULE_SPIN | GP_DEVICE_SCHEDULE_YIELD), GP_ERROR_INVALID_VALUE,
+        "scheduling");
+  FAILS(gp_device_set_flags(GP_DEVICE_SCHEDULE_MASK), GP_ERROR_INVALID_VALUE, "scheduling");
+  OK(gp_device_get_flags(&f));
+  ck_assert_uint_eq(f & GP_DEVICE_SCHEDULE_MASK, GP_DEVICE_SCHEDULE_YIELD);
+  FAILS(gp_device_get_flags(NULL), GP_ERROR_INVALID_VALUE, "flags");
+  /* Per device: another device keeps its own. */
+  if (n > 1 && gp_backend() == GP_BACKEND_CPU) {
+    OK(gp_device_set(1));
+    OK(gp_device_get_flags(&f));
+    ck_assert_uint_eq(f, 0);
+    OK(gp_device_set(0));
+  }
+  OK(gp_device_set_flags(GP_DEVICE_SCHEDULE_AUTO));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("device");
   TCase *tb = tcase_create("backend");
@@ -400,6 +439,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, device_reset);
   tcase_add_test(tc, peer_access);
   tcase_add_test(tc, priority_range);
+  tcase_add_test(tc, device_flags);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -901,6 +901,80 @@ START_TEST(host_mapped_errors) {
 }
 END_TEST
 
+/* cudaDeviceGetDefaultMemPool and the pool attributes gpuport has. */
+START_TEST(default_mem_pool) {
+  NEED_DEVICES(1, n);
+  gp_mem_pool_t pool = NULL, again = NULL;
+  OK(gp_device_get_default_mem_pool(&pool, 0));
+  ck_assert_ptr_nonnull(pool);
+  OK(gp_device_get_default_mem_pool(&again, 0));
+  ck_assert_ptr_eq(pool, again);
+  uint64_t threshold = 12345;
+  OK(gp_mem_pool_get_attribute(pool, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold));
+  ck_assert_uint_eq(threshold, 0);
+  threshold = UINT64_MAX;
+  OK(gp_mem_pool_set_attribute(pool, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold));
+  threshold = 0;
+  OK(gp_mem_pool_get_attribute(pool, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold));
+  ck_assert(threshold == UINT64_MAX);
+  const gp_mem_pool_attr_t reuse[] = {GP_MEM_POOL_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+                                      GP_MEM_POOL_REUSE_ALLOW_OPPORTUNISTIC,
+                                      GP_MEM_POOL_REUSE_ALLOW_INTERNAL_DEPENDENCIES};
+  for (int i = 0; i < 3; i++) {
+    int v = -1;
+    OK(gp_mem_pool_get_attribute(pool, reuse[i], &v));
+    ck_assert_int_eq(v, 1); /* on by default, as CUDA */
+    v = 0;
+    OK(gp_mem_pool_set_attribute(pool, reuse[i], &v));
+    v = -1;
+    OK(gp_mem_pool_get_attribute(pool, reuse[i], &v));
+    ck_assert_int_eq(v, 0);
+    v = 2;
+    FAILS(gp_mem_pool_set_attribute(pool, reuse[i], &v), GP_ERROR_INVALID_VALUE, "reuse");
+  }
+  /* Stream-ordered allocation works under any setting. */
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  int *p = NULL, v = 7, back = 0;
+  OK(gp_malloc_async((void **)&p, sizeof v, s));
+  OK(gp_memcpy_async(p, &v, sizeof v, s));
+  OK(gp_memcpy_async(&back, p, sizeof v, s));
+  OK(gp_free_async(p, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(back, 7);
+  OK(gp_stream_destroy(s));
+  /* Bad input. */
+  FAILS(gp_device_get_default_mem_pool(NULL, 0), GP_ERROR_INVALID_VALUE, "pool");
+  FAILS(gp_device_get_default_mem_pool(&again, n), GP_ERROR_INVALID_DEVICE, "device");
+  ck_assert_ptr_null(again);
+  FAILS(gp_device_get_default_mem_pool(&again, -1), GP_ERROR_INVALID_DEVICE, "device");
+  FAILS(gp_mem_pool_set_attribute(NULL, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold),
+        GP_ERROR_INVALID_VALUE, "pool");
+  FAILS(gp_mem_pool_set_attribute(pool, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, NULL),
+        GP_ERROR_INVALID_VALUE, "value");
+  FAILS(gp_mem_pool_get_attribute(pool, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, NULL),
+        GP_ERROR_INVALID_VALUE, "value");
+  FAILS(gp_mem_pool_get_attribute(pool, (gp_mem_pool_attr_t)5, &threshold), GP_ERROR_INVALID_VALUE, "attr");
+  FAILS(gp_mem_pool_set_attribute(pool, (gp_mem_pool_attr_t)0, &threshold), GP_ERROR_INVALID_VALUE, "attr");
+  if (gp_backend() == GP_BACKEND_CPU) {
+    int x = 0;
+    FAILS(gp_mem_pool_get_attribute((gp_mem_pool_t)(void *)&x, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold),
+          GP_ERROR_INVALID_HANDLE, "pool");
+    FAILS(gp_mem_pool_set_attribute((gp_mem_pool_t)(void *)&x, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold),
+          GP_ERROR_INVALID_HANDLE, "pool");
+  }
+  /* Each device has its own pool. */
+  if (n > 1) {
+    gp_mem_pool_t other = NULL;
+    OK(gp_device_get_default_mem_pool(&other, 1));
+    ck_assert_ptr_ne(other, pool);
+    threshold = 1;
+    OK(gp_mem_pool_get_attribute(other, GP_MEM_POOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    ck_assert_uint_eq(threshold, 0);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("memory");
   TCase *tc = tcase_create("memory");
@@ -931,6 +1005,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, host_memory_is_not_device_memory);
   tcase_add_test(tc, memcpy_async_pageable_source_staged);
   tcase_add_test(tc, memcpy_async_to_pageable_complete_on_return);
+  tcase_add_test(tc, default_mem_pool);
   suite_add_tcase(s, tc);
   return s;
 }

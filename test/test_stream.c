@@ -1077,6 +1077,99 @@ START_TEST(event_record_other_device) {
 }
 END_TEST
 
+/* ---- stream callbacks (gp_stream_add_callback) ---------------------------------------------- */
+
+typedef struct cb_seen {
+  atomic_int calls;
+  gp_stream_t stream;
+  gp_status_t status;
+  void *user;
+} cb_seen_t;
+
+static void record_callback(gp_stream_t stream, gp_status_t status, void *user) {
+  cb_seen_t *c = user;
+  usleep(20000); /* later work of the stream must wait for it */
+  c->stream = stream;
+  c->status = status;
+  c->user = user;
+  atomic_fetch_add(&c->calls, 1);
+}
+
+START_TEST(stream_callback_orders_stream) {
+  NEED_DEVICES(1, n);
+  gp_stream_t s = NULL;
+  OK(gp_stream_create(&s));
+  cb_seen_t c = {0};
+  int copy = -1;
+  OK(gp_stream_add_callback(s, record_callback, &c, 0));
+  /* The copy reads the count only after the callback has run. */
+  OK(gp_memcpy_async(&copy, &c.calls, sizeof copy, s));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(copy, 1);
+  ck_assert_ptr_eq(c.stream, s);
+  ck_assert_int_eq(c.status, GP_SUCCESS);
+  ck_assert_ptr_eq(c.user, &c);
+  /* A default stream is given to the callback as it was named. */
+  cb_seen_t d = {0};
+  d.stream = s;
+  OK(gp_stream_add_callback(NULL, record_callback, &d, 0));
+  OK(gp_device_synchronize());
+  ck_assert_int_eq(atomic_load(&d.calls), 1);
+  ck_assert_ptr_null(d.stream);
+  OK(gp_stream_add_callback(GP_STREAM_PER_THREAD, record_callback, &d, 0));
+  OK(gp_stream_synchronize(GP_STREAM_PER_THREAD));
+  ck_assert_ptr_eq(d.stream, GP_STREAM_PER_THREAD);
+  /* Bad input: nothing is enqueued. */
+  FAILS(gp_stream_add_callback(s, NULL, &c, 0), GP_ERROR_INVALID_VALUE, "callback");
+  FAILS(gp_stream_add_callback(s, record_callback, &c, 1), GP_ERROR_INVALID_VALUE, "flags");
+  gp_stream_t gone = s;
+  OK(gp_stream_destroy(s));
+  FAILS(gp_stream_add_callback(gone, record_callback, &c, 0), GP_ERROR_INVALID_HANDLE, "stream");
+  FAILS(gp_stream_add_callback((gp_stream_t)(uintptr_t)0x12345670, record_callback, &c, 0),
+        GP_ERROR_INVALID_HANDLE, "stream");
+  ck_assert_int_eq(atomic_load(&c.calls), 1);
+  still_usable();
+}
+END_TEST
+
+/* The callback receives the error of earlier work, without taking it from the waits. */
+START_TEST(stream_callback_status) {
+  NEED_DEVICES(1, n);
+  if (gp_backend() != GP_BACKEND_CPU) return; /* the simulated fault is the cpu backend's */
+  gp_stream_t s = NULL;
+  OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
+  OK(gp__be_enqueue_host_work(s, failing_work, NULL, false));
+  cb_seen_t c = {0};
+  OK(gp_stream_add_callback(s, record_callback, &c, 0));
+  FAILS(gp_stream_synchronize(s), GP_ERROR_LAUNCH_FAILED, "simulated fault");
+  ck_assert_int_eq(atomic_load(&c.calls), 1);
+  ck_assert_int_eq(c.status, GP_ERROR_LAUNCH_FAILED);
+  /* Reported once: a later callback sees success again. */
+  OK(gp_stream_add_callback(s, record_callback, &c, 0));
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(atomic_load(&c.calls), 2);
+  ck_assert_int_eq(c.status, GP_SUCCESS);
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
+/* As CUDA, a capture does not take stream callbacks (host functions it does). */
+START_TEST(stream_callback_not_captured) {
+  NEED_DEVICES(1, n);
+  gp_stream_t s = NULL;
+  OK(gp_stream_create_with_flags(&s, GP_STREAM_NON_BLOCKING));
+  cb_seen_t c = {0};
+  OK(gp_stream_begin_capture(s, GP_CAPTURE_MODE_RELAXED));
+  ck_assert_int_eq(gp_stream_add_callback(s, record_callback, &c, 0), GP_ERROR_NOT_SUPPORTED);
+  gp_graph_t g = NULL;
+  ck_assert_int_ne(gp_stream_end_capture(s, &g), GP_SUCCESS);
+  ck_assert_ptr_null(g);
+  OK(gp_stream_synchronize(s));
+  ck_assert_int_eq(atomic_load(&c.calls), 0);
+  OK(gp_stream_destroy(s));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("stream");
   TCase *tc = tcase_create("stream");
@@ -1085,6 +1178,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, stream_create_destroy);
   tcase_add_test(tc, stream_bad_handles);
   tcase_add_test(tc, host_func_orders_stream);
+  tcase_add_test(tc, stream_callback_orders_stream);
+  tcase_add_test(tc, stream_callback_status);
+  tcase_add_test(tc, stream_callback_not_captured);
   tcase_add_test(tc, host_func_must_not_wait);
   tcase_add_test(tc, stream_query_not_ready);
   tcase_add_test(tc, destroy_with_pending_work);

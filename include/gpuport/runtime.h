@@ -58,6 +58,15 @@ GP_API const char *gp_backend_name(void);
  * @return ::GP_SUCCESS.
  */
 GP_API gp_status_t gp_version(int *major, int *minor, int *patch);
+
+/**
+ * @brief The CUDA runtime API release whose calls gpuport's follow, in CUDART_VERSION's
+ *        encoding (1000 * major + 10 * minor): 12.0, the first with every call gpuport
+ *        mirrors (stream-ordered pools, graphs built node by node, cudaGraphExecUpdate's
+ *        result info). Code that tests CUDART_VERSION for a feature (gpuport-port maps the
+ *        name to this one) takes the branch written for that release.
+ */
+#define GP_CUDART_VERSION 12000
 /**@}*/
 
 /* ------------------------------------------------------------------------------ */
@@ -154,6 +163,10 @@ typedef struct gp_device_props {
   int cooperative_launch;             /**< 1 when gp_launch_ex() may launch cooperatively */
   int direct_managed_mem_access_from_host; /**< 1 when the host reads managed memory without migration */
   int memory_pools_supported;         /**< 1 when gp_malloc_async() uses a stream-ordered pool */
+  int gpu_overlap;                    /**< 1 when a copy may overlap a kernel (deviceOverlap) */
+  int pageable_memory_access_uses_host_page_tables; /**< 1 when kernels reach pageable memory
+                                           through the host's page tables */
+  int max_access_policy_window_size;  /**< largest access policy window in bytes (0: none) */
 } gp_device_props_t;
 
 /** @brief Sets @p props->struct_size and zeroes the rest. */
@@ -216,12 +229,14 @@ GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device);
  * memory clock 0 (unknown) on a 64-bit bus, PCI ids -1, integrated, unified addressing,
  * managed memory, concurrent kernels, cooperative launch, host-native atomics, mapped and
  * registered host memory, memory pools and L1 caching 1, two copy engines (copies of
- * other streams overlap kernels in both directions), a float-to-double throughput ratio
+ * other streams overlap kernels in both directions, so GPU_OVERLAP is 1), a float-to-double throughput ratio
  * of 2 (a SIMD register holds twice the floats), stream priorities 0 (accepted, not
  * honoured: the OS schedules the streams' threads), pageable memory access 0 (kernels must be given
  * memory gpuport allocated or registered, as a GPU without HMM needs), a watchdog
  * (kernel_exec_timeout 1) only while `GP_LAUNCH_TIMEOUT_S` is set, and 0 for ECC, TCC,
- * compute mode, preemption, persisting L2 and multi-GPU boards.
+ * compute mode, preemption, persisting L2 and access policy windows, host page tables
+ * (pageable memory is not reachable) and multi-GPU boards. CUDA's texture and surface
+ * limits have no entry: gpuport has neither.
  */
 #define GP_DEVICE_ATTR_LIST(X)                                                                      \
   X(MAX_THREADS_PER_BLOCK, 1, max_threads_per_block, "maximum threads per block")                  \
@@ -237,6 +252,7 @@ GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device);
   X(MAX_PITCH, 11, max_pitch, "largest pitch of a 2D copy in bytes")                              \
   X(MAX_REGISTERS_PER_BLOCK, 12, regs_per_block, "32-bit registers per block")                    \
   X(CLOCK_RATE, 13, clock_rate_khz, "peak clock in kHz")                                           \
+  X(GPU_OVERLAP, 15, gpu_overlap, "1 when a copy may overlap a kernel")                          \
   X(MULTI_PROCESSOR_COUNT, 16, multiprocessor_count, "multiprocessors")                            \
   X(KERNEL_EXEC_TIMEOUT, 17, kernel_exec_timeout, "1 when kernels run under a watchdog")          \
   X(INTEGRATED, 18, integrated, "1 for a device sharing the host's memory")                       \
@@ -272,9 +288,11 @@ GP_API gp_status_t gp_device_get_props(gp_device_props_t *props, int device);
   X(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 91, can_use_host_pointer_for_registered_mem, "1 when a registered pointer is its device pointer") \
   X(COOPERATIVE_LAUNCH, 95, cooperative_launch, "1 when cooperative launches are supported")     \
   X(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 97, shared_memory_per_block_optin, "shared memory per block in bytes with opt-in") \
+  X(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 100, pageable_memory_access_uses_host_page_tables, "1 when kernels reach pageable memory through the host's page tables") \
   X(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 101, direct_managed_mem_access_from_host, "1 when the host accesses managed memory directly") \
   X(MAX_BLOCKS_PER_MULTIPROCESSOR, 106, max_blocks_per_multiprocessor, "resident blocks per multiprocessor") \
   X(MAX_PERSISTING_L2_CACHE_SIZE, 108, persisting_l2_cache_max_size, "largest persisting L2 set-aside in bytes") \
+  X(MAX_ACCESS_POLICY_WINDOW_SIZE, 109, max_access_policy_window_size, "largest access policy window in bytes") \
   X(RESERVED_SHARED_MEMORY_PER_BLOCK, 111, reserved_shared_memory_per_block, "shared memory reserved per block in bytes") \
   X(MEMORY_POOLS_SUPPORTED, 115, memory_pools_supported, "1 when stream-ordered allocation uses pools")
 
@@ -341,6 +359,54 @@ GP_API gp_status_t gp_device_enable_peer_access(int peer);
  * @return ::GP_SUCCESS, ::GP_ERROR_NO_DEVICE.
  */
 GP_API gp_status_t gp_device_stream_priority_range(int *least, int *greatest);
+
+/** @brief Device flags of gp_device_set_flags(), bit for bit those of cudaSetDeviceFlags
+ *         (CUDA Runtime API reference, "Device Management", cudaSetDeviceFlags). At most
+ *         one of the four scheduling values may be given. */
+enum {
+  GP_DEVICE_SCHEDULE_AUTO = 0x00,          /**< the runtime chooses how a host thread waits
+                                                (cudaDeviceScheduleAuto) */
+  GP_DEVICE_SCHEDULE_SPIN = 0x01,          /**< a waiting thread spins (cudaDeviceScheduleSpin) */
+  GP_DEVICE_SCHEDULE_YIELD = 0x02,         /**< a waiting thread yields its processor
+                                                (cudaDeviceScheduleYield) */
+  GP_DEVICE_SCHEDULE_BLOCKING_SYNC = 0x04, /**< a waiting thread blocks on a synchronisation
+                                                primitive (cudaDeviceScheduleBlockingSync and
+                                                its older name cudaDeviceBlockingSync) */
+  GP_DEVICE_SCHEDULE_MASK = 0x07,          /**< the scheduling bits (cudaDeviceScheduleMask) */
+  GP_DEVICE_MAP_HOST = 0x08,               /**< page-locked host memory may be mapped
+                                                (cudaDeviceMapHost; mapping is always on since
+                                                CUDA 4 with unified addressing) */
+  GP_DEVICE_LMEM_RESIZE_TO_MAX = 0x10      /**< keep local memory sized for the largest
+                                                launch (cudaDeviceLmemResizeToMax; dropped on
+                                                HIP, whose devices have no such setting) */
+};
+
+/**
+ * @brief Sets the flags of the current device (cudaSetDeviceFlags): how host threads
+ *        wait for it, and whether host memory may be mapped. As with CUDA 12 the flags
+ *        may be set while the device is in use, and apply to waits that begin afterwards.
+ *
+ * On the cpu backend the flags are kept per device and reported by gp_device_get_flags();
+ * waits always block on a condition variable (what ::GP_DEVICE_SCHEDULE_BLOCKING_SYNC
+ * asks for; spinning or yielding would only take processors from the executor), and host
+ * memory is always mapped (can_map_host_memory 1). On cuda and hip it is cudaSetDeviceFlags
+ * / hipSetDeviceFlags.
+ * @param[in] flags an OR of at most one GP_DEVICE_SCHEDULE_* value, ::GP_DEVICE_MAP_HOST and
+ *            ::GP_DEVICE_LMEM_RESIZE_TO_MAX.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (an unknown bit, or two scheduling values:
+ *         cudaSetDeviceFlags's cudaErrorInvalidValue); ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_set_flags(unsigned flags);
+
+/**
+ * @brief The flags of the current device (cudaGetDeviceFlags): those of the last
+ *        gp_device_set_flags() on it, ::GP_DEVICE_SCHEDULE_AUTO (0) before one. On cuda and
+ *        hip the native runtime's answer (which may add bits it sets itself, as CUDA adds
+ *        ::GP_DEVICE_MAP_HOST).
+ * @param[out] flags the flags.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p flags), ::GP_ERROR_NO_DEVICE.
+ */
+GP_API gp_status_t gp_device_get_flags(unsigned *flags);
 /**@}*/
 
 /* ------------------------------------------------------------------------------ */
@@ -518,6 +584,71 @@ GP_API gp_status_t gp_malloc_async(void **ptr, size_t bytes, gp_stream_t stream)
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (as gp_free), ::GP_ERROR_INVALID_HANDLE.
  */
 GP_API gp_status_t gp_free_async(void *ptr, gp_stream_t stream);
+
+/** @brief A stream-ordered memory pool (cudaMemPool_t): where gp_malloc_async() takes
+ *         memory from and gp_free_async() returns it to. gpuport has each device's default
+ *         pool, from gp_device_get_default_mem_pool(). */
+typedef struct gp_mem_pool_s *gp_mem_pool_t;
+
+/** @brief An attribute of a memory pool (cudaMemPoolAttr, with CUDA's values; CUDA Runtime
+ *         API reference, "Stream Ordered Memory Allocator"). The value is an int for the
+ *         reuse policies (0 off, 1 on; all on by default) and a uint64_t for the release
+ *         threshold. */
+typedef enum gp_mem_pool_attr {
+  GP_MEM_POOL_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,   /**< int: memory freed on a stream may be
+                                                          reused by a stream that waits on an
+                                                          event after the free
+                                                          (cudaMemPoolReuseFollowEventDependencies) */
+  GP_MEM_POOL_REUSE_ALLOW_OPPORTUNISTIC = 2,         /**< int: memory whose free has completed
+                                                          may be reused by any stream
+                                                          (cudaMemPoolReuseAllowOpportunistic) */
+  GP_MEM_POOL_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3, /**< int: the allocator may make a stream
+                                                          wait for a free on another one
+                                                          (cudaMemPoolReuseAllowInternalDependencies) */
+  GP_MEM_POOL_ATTR_RELEASE_THRESHOLD = 4             /**< uint64_t: bytes the pool may keep
+                                                          reserved before it returns memory to
+                                                          the system at a synchronisation
+                                                          (cudaMemPoolAttrReleaseThreshold;
+                                                          default 0) */
+} gp_mem_pool_attr_t;
+
+/**
+ * @brief The default memory pool of @p device (cudaDeviceGetDefaultMemPool): the pool of
+ *        gp_malloc_async() on that device.
+ *
+ * On the cpu backend the pool holds its attributes; gp_malloc_async() allocates from the
+ * system and gp_free_async() returns the memory once the stream reaches the free, which is
+ * what a release threshold of 0 does and what any threshold allows (the threshold bounds
+ * what a pool may keep, not what it must). On cuda and hip the pool is the native one.
+ * @param[out] pool the pool.
+ * @param[in] device ordinal.
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p pool), ::GP_ERROR_INVALID_DEVICE,
+ *         ::GP_ERROR_NO_DEVICE; on cuda and hip what the native call returns
+ *         (::GP_ERROR_NOT_SUPPORTED on a device without memory pools, memory_pools_supported 0).
+ */
+GP_API gp_status_t gp_device_get_default_mem_pool(gp_mem_pool_t *pool, int device);
+
+/**
+ * @brief Sets an attribute of @p pool (cudaMemPoolSetAttribute).
+ * @param[in] pool from gp_device_get_default_mem_pool().
+ * @param[in] attr the attribute.
+ * @param[in] value points to an int (reuse policies: 0 or 1) or a uint64_t (release
+ *            threshold), as ::gp_mem_pool_attr_t says.
+ * @return ::GP_SUCCESS; ::GP_ERROR_INVALID_VALUE (NULL @p pool or @p value, @p attr not a
+ *         ::gp_mem_pool_attr_t, a reuse policy other than 0 or 1: cudaMemPoolSetAttribute's
+ *         cudaErrorInvalidValue); ::GP_ERROR_INVALID_HANDLE (on the cpu backend, @p pool is
+ *         not a pool gpuport gave out; on cuda and hip the native runtime checks it).
+ */
+GP_API gp_status_t gp_mem_pool_set_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value);
+
+/**
+ * @brief Reads an attribute of @p pool (cudaMemPoolGetAttribute).
+ * @param[in] pool from gp_device_get_default_mem_pool().
+ * @param[in] attr the attribute.
+ * @param[out] value an int or a uint64_t, as ::gp_mem_pool_attr_t says.
+ * @return as gp_mem_pool_set_attribute().
+ */
+GP_API gp_status_t gp_mem_pool_get_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value);
 
 /**
  * @brief Copies @p bytes from @p src to @p dst, the direction inferred from the pointers
@@ -856,6 +987,35 @@ GP_API gp_status_t gp_stream_attach_mem_async(gp_stream_t stream, void *ptr, siz
  * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE, ::GP_ERROR_INVALID_HANDLE.
  */
 GP_API gp_status_t gp_launch_host_func(gp_stream_t stream, void (*fn)(void *), void *user);
+
+/** @brief A stream callback (cudaStreamCallback_t): the stream it was added to (as given to
+ *         gp_stream_add_callback()), the status of the stream's device when it runs, and the
+ *         user's argument. */
+typedef void (*gp_stream_callback_t)(gp_stream_t stream, gp_status_t status, void *user);
+
+/**
+ * @brief Enqueues a callback with a status (cudaStreamAddCallback): @p callback runs on a
+ *        library thread once earlier work on @p stream is complete, and later work waits
+ *        for it, as with gp_launch_host_func().
+ *
+ * @p status is ::GP_SUCCESS, or the error an earlier operation raised (a kernel's fault,
+ * ::GP_ERROR_LAUNCH_FAILED ...), which the callback receives without clearing it (CUDA
+ * Runtime API reference, cudaStreamAddCallback: "status: cudaSuccess or any persistent
+ * error on the stream"). The callback runs even after an error, so that what it owns can
+ * be released. It must not call gpuport functions that enqueue or wait (as CUDA; on the
+ * cpu backend a wait returns ::GP_ERROR_NOT_SUPPORTED). CUDA does not capture such callbacks
+ * into graphs (use gp_launch_host_func() there): on a capturing stream it fails.
+ * @param[in] stream the stream (NULL and the named default streams are valid).
+ * @param[in] callback the function, not NULL.
+ * @param[in] user its argument.
+ * @param[in] flags must be 0 (reserved, as CUDA).
+ * @return ::GP_SUCCESS, ::GP_ERROR_INVALID_VALUE (NULL @p callback, @p flags not 0),
+ *         ::GP_ERROR_INVALID_HANDLE, ::GP_ERROR_NOT_SUPPORTED (@p stream is capturing:
+ *         CUDA's cudaErrorStreamCaptureUnsupported; the capture is invalidated, as any
+ *         failed call during a capture), ::GP_ERROR_OUT_OF_MEMORY.
+ */
+GP_API gp_status_t gp_stream_add_callback(gp_stream_t stream, gp_stream_callback_t callback, void *user,
+                                          unsigned flags);
 
 /**
  * @brief The native cudaStream_t / hipStream_t behind @p stream, for mixing gpuport with

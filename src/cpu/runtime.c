@@ -210,6 +210,9 @@ gp_status_t gp__be_device_get_props(gp_device_props_t *p, int device) {
   p->cooperative_launch = 1;
   p->direct_managed_mem_access_from_host = 1;
   p->memory_pools_supported = 1;
+  p->gpu_overlap = 1; /* two copy engines */
+  p->pageable_memory_access_uses_host_page_tables = 0;
+  p->max_access_policy_window_size = 0;
   return GP_SUCCESS;
 }
 
@@ -262,6 +265,80 @@ gp_status_t gp__be_device_enable_peer_access(int peer) {
 gp_status_t gp__be_stream_priority_range(int *least, int *greatest) {
   *least = 0; /* CUDA's range on current GPUs */
   *greatest = -5;
+  return GP_SUCCESS;
+}
+
+/* ---- device flags and memory pools ----------------------------------------------------- */
+
+/* Each device's flags (gp_device_set_flags) and its default pool's attributes; the pool
+ * handle is the address of its row. */
+struct gp_mem_pool_s {
+  int reuse[3];       /* GP_MEM_POOL_REUSE_*, attributes 1 to 3 */
+  uint64_t threshold; /* GP_MEM_POOL_ATTR_RELEASE_THRESHOLD */
+};
+
+static pthread_mutex_t g_flags_mu = PTHREAD_MUTEX_INITIALIZER; /* guards the two below */
+static unsigned g_dev_flags[GP__CPU_MAX_DEVICES];
+static struct gp_mem_pool_s g_pools[GP__CPU_MAX_DEVICES] = {
+#define GP__POOL_DEFAULT {{1, 1, 1}, 0}
+#define GP__POOL_8 GP__POOL_DEFAULT, GP__POOL_DEFAULT, GP__POOL_DEFAULT, GP__POOL_DEFAULT, \
+                   GP__POOL_DEFAULT, GP__POOL_DEFAULT, GP__POOL_DEFAULT, GP__POOL_DEFAULT
+    GP__POOL_8, GP__POOL_8, GP__POOL_8, GP__POOL_8, GP__POOL_8, GP__POOL_8, GP__POOL_8, GP__POOL_8,
+#undef GP__POOL_8
+#undef GP__POOL_DEFAULT
+};
+
+gp_status_t gp__be_device_set_flags(unsigned flags) {
+  pthread_mutex_lock(&g_flags_mu);
+  g_dev_flags[gp__current_device()] = flags;
+  pthread_mutex_unlock(&g_flags_mu);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_get_flags(unsigned *flags) {
+  pthread_mutex_lock(&g_flags_mu);
+  *flags = g_dev_flags[gp__current_device()];
+  pthread_mutex_unlock(&g_flags_mu);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_get_default_mem_pool(gp_mem_pool_t *pool, int device) {
+  *pool = &g_pools[device];
+  return GP_SUCCESS;
+}
+
+/* A pool is one of the rows handed out, compared by address (never dereferenced first). */
+static gp_status_t pool_row(gp_mem_pool_t pool, const char *func, struct gp_mem_pool_s **row) {
+  int n = 0;
+  GP__TRY(gp__api_device_count(func, &n));
+  for (int d = 0; d < n; d++)
+    if (pool == &g_pools[d]) {
+      *row = &g_pools[d];
+      return GP_SUCCESS;
+    }
+  return gp__error(GP_ERROR_INVALID_HANDLE, func,
+                   "'pool' (%p) is not a memory pool gpuport gave out "
+                   "(gp_device_get_default_mem_pool)",
+                   (void *)pool);
+}
+
+gp_status_t gp__be_mem_pool_set_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value) {
+  struct gp_mem_pool_s *p = NULL;
+  GP__TRY(pool_row(pool, "gp_mem_pool_set_attribute", &p));
+  pthread_mutex_lock(&g_flags_mu);
+  if (attr == GP_MEM_POOL_ATTR_RELEASE_THRESHOLD) p->threshold = *(const uint64_t *)value;
+  else p->reuse[attr - 1] = *(const int *)value;
+  pthread_mutex_unlock(&g_flags_mu);
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_mem_pool_get_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value) {
+  struct gp_mem_pool_s *p = NULL;
+  GP__TRY(pool_row(pool, "gp_mem_pool_get_attribute", &p));
+  pthread_mutex_lock(&g_flags_mu);
+  if (attr == GP_MEM_POOL_ATTR_RELEASE_THRESHOLD) *(uint64_t *)value = p->threshold;
+  else *(int *)value = p->reuse[attr - 1];
+  pthread_mutex_unlock(&g_flags_mu);
   return GP_SUCCESS;
 }
 

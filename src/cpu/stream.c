@@ -54,7 +54,8 @@ typedef struct gp__cpu_op {
     /* stage: the staging buffer src points into (a pageable source), or NULL */
     struct { void *dst; const void *src; size_t dpitch, spitch, width, height; void *stage; } copy;
     struct { void *ptr; uint32_t value; size_t count; } set;
-    struct { void (*fn)(void *); void *user; } host;
+    /* cb: a stream callback (gp_stream_add_callback) in place of fn, given stream */
+    struct { void (*fn)(void *); void *user; gp_stream_callback_t cb; gp_stream_t stream; } host;
     /* bytes: captured with free_user, the size of the record each launch copies */
     struct { gp__host_work_fn fn; void *user; bool free_user; size_t bytes; } work;
     struct { struct gp_event_s *ev; uint64_t gen; } ev;
@@ -324,7 +325,10 @@ static void run_op_on(int device, cpu_op_t *op, bool replay) {
        * without memory for the state the function still runs, unguarded. */
       gp__thread_t *t = gp__thread();
       if (t) t->in_host_fn++;
-      op->u.host.fn(op->u.host.user);
+      if (op->u.host.cb)
+        op->u.host.cb(op->u.host.stream, gp__async_error_peek(device), op->u.host.user);
+      else
+        op->u.host.fn(op->u.host.user);
       if (t) t->in_host_fn--;
       break;
     }
@@ -649,6 +653,8 @@ static gp_status_t capture_record(struct gp_stream_s *s, cpu_op_t *op, const cha
   cpu_capture_t *c = s->cap;
   if (c->invalid != GP_SUCCESS) return capture_invalid_error(c, func);
   if (op->kind == OP_FREE) return capture_forbid(c, func, "a stream-ordered free");
+  if (op->kind == OP_HOST_FN && op->u.host.cb)
+    return capture_forbid(c, func, "a stream callback (gp_launch_host_func's host functions are captured)");
   if (op->kind == OP_HOST_WORK && op->u.work.free_user)
     op->u.work.bytes = malloc_usable_size(op->u.work.user);
   if (!front_reserve(&s->front, 1))
@@ -1284,6 +1290,16 @@ gp_status_t gp__be_launch_host_func(gp_stream_t stream, void (*fn)(void *), void
     op->u.host.user = user;
   }
   return submit(stream, op, false, "gp_launch_host_func");
+}
+
+gp_status_t gp__be_stream_add_callback(gp_stream_t stream, gp_stream_callback_t cb, void *user) {
+  cpu_op_t *op = op_new(OP_HOST_FN, 0);
+  if (op) {
+    op->u.host.cb = cb;
+    op->u.host.stream = stream;
+    op->u.host.user = user;
+  }
+  return submit(stream, op, false, "gp_stream_add_callback");
 }
 
 /* Host and kernels share managed memory, which the host may touch at any time

@@ -47,6 +47,7 @@ static const attr_row_t k_attrs[] = {
     ROW(MAX_PITCH, MaxPitch, MaxPitch),
     ROW(MAX_REGISTERS_PER_BLOCK, MaxRegistersPerBlock, MaxRegistersPerBlock),
     ROW(CLOCK_RATE, ClockRate, ClockRate),
+    ROW(GPU_OVERLAP, GpuOverlap, DeviceOverlap),
     ROW(MULTI_PROCESSOR_COUNT, MultiProcessorCount, MultiprocessorCount),
     ROW(KERNEL_EXEC_TIMEOUT, KernelExecTimeout, KernelExecTimeout),
     ROW(INTEGRATED, Integrated, Integrated),
@@ -82,9 +83,12 @@ static const attr_row_t k_attrs[] = {
     ROW(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, CanUseHostPointerForRegisteredMem, CanUseHostPointerForRegisteredMem),
     ROW(COOPERATIVE_LAUNCH, CooperativeLaunch, CooperativeLaunch),
     ROW(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, MaxSharedMemoryPerBlockOptin, SharedMemPerBlockOptin),
+    ROW(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, PageableMemoryAccessUsesHostPageTables,
+        PageableMemoryAccessUsesHostPageTables),
     ROW(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, DirectManagedMemAccessFromHost, DirectManagedMemAccessFromHost),
     ROW(MAX_BLOCKS_PER_MULTIPROCESSOR, MaxBlocksPerMultiprocessor, MaxBlocksPerMultiProcessor),
     ROW(MAX_PERSISTING_L2_CACHE_SIZE, MaxPersistingL2CacheSize, PersistingL2CacheMaxSize),
+    ROW(MAX_ACCESS_POLICY_WINDOW_SIZE, MaxAccessPolicyWindowSize, AccessPolicyMaxWindowSize),
     ROW(RESERVED_SHARED_MEMORY_PER_BLOCK, ReservedSharedMemoryPerBlock, ReservedSharedMemPerBlock),
     ROW(MEMORY_POOLS_SUPPORTED, MemoryPoolsSupported, MemoryPoolsSupported),
 };
@@ -178,6 +182,43 @@ gp_status_t gp__be_device_enable_peer_access(int peer) {
   }
   if (e != gpuSuccess)
     return gp__gpu_fail(e, gp__current_device(), __func__, GP__GPU_STR(gpuDeviceEnablePeerAccess));
+  return GP_SUCCESS;
+}
+
+/* GP_DEVICE_* are CUDA's bits; HIP has no local-memory bit (gpuDeviceLmemResizeToMax 0). */
+gp_status_t gp__be_device_set_flags(unsigned flags) {
+  unsigned native = flags & ~(unsigned)GP_DEVICE_LMEM_RESIZE_TO_MAX;
+  if (flags & GP_DEVICE_LMEM_RESIZE_TO_MAX) native |= gpuDeviceLmemResizeToMax;
+  GP__GPU_TRY(gpuSetDeviceFlags, (native));
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_device_get_flags(unsigned *flags) {
+  unsigned native = 0;
+  GP__GPU_TRY(gpuGetDeviceFlags, (&native));
+  unsigned f = native & (GP_DEVICE_SCHEDULE_MASK | GP_DEVICE_MAP_HOST);
+  if (gpuDeviceLmemResizeToMax != 0u && (native & gpuDeviceLmemResizeToMax) != 0u)
+    f |= GP_DEVICE_LMEM_RESIZE_TO_MAX;
+  *flags = f;
+  return GP_SUCCESS;
+}
+
+/* The pool handle is the native pool; the native runtime checks it. */
+gp_status_t gp__be_device_get_default_mem_pool(gp_mem_pool_t *pool, int device) {
+  gpuMemPool_t native = NULL;
+  GP__GPU_TRY_DEV(device, gpuDeviceGetDefaultMemPool, (&native, device));
+  *pool = (gp_mem_pool_t)native;
+  return GP_SUCCESS;
+}
+
+/* gp_mem_pool_attr_t has CUDA's and HIP's values (1 to 4). */
+gp_status_t gp__be_mem_pool_set_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value) {
+  GP__GPU_TRY(gpuMemPoolSetAttribute, ((gpuMemPool_t)pool, (gpuMemPoolAttr)attr, value));
+  return GP_SUCCESS;
+}
+
+gp_status_t gp__be_mem_pool_get_attribute(gp_mem_pool_t pool, gp_mem_pool_attr_t attr, void *value) {
+  GP__GPU_TRY(gpuMemPoolGetAttribute, ((gpuMemPool_t)pool, (gpuMemPoolAttr)attr, value));
   return GP_SUCCESS;
 }
 

@@ -156,6 +156,37 @@ gp_status_t gp__be_launch_host_func(gp_stream_t s, void (*fn)(void *), void *use
   return GP_SUCCESS;
 }
 
+/* The native callback receives the native stream and status: the record gives the
+ * callback the caller's gp_stream_t and gpuport's status. It runs once (the native
+ * runtime does not capture such callbacks), so it frees the record. */
+typedef struct stream_cb {
+  gp_stream_callback_t cb;
+  gp_stream_t stream;
+  void *user;
+} stream_cb_t;
+
+static void stream_cb_run(gpuStream_t native, gpuError_t status, void *p) {
+  stream_cb_t c = *(stream_cb_t *)p;
+  (void)native;
+  free(p);
+  bool fault = false;
+  c.cb(c.stream, status == gpuSuccess ? GP_SUCCESS : gp__gpu_map_error((int)status, &fault), c.user);
+}
+
+gp_status_t gp__be_stream_add_callback(gp_stream_t s, gp_stream_callback_t cb, void *user) {
+  stream_cb_t *c = (stream_cb_t *)malloc(sizeof(*c));
+  if (c == NULL) return GP__GPU_ERR(GP_ERROR_OUT_OF_MEMORY, "no host memory for a stream callback");
+  c->cb = cb;
+  c->stream = s;
+  c->user = user;
+  gpuError_t e = gpuStreamAddCallback(gp__gpu_stream(s), stream_cb_run, c, 0);
+  if (e != gpuSuccess) {
+    free(c);
+    return gp__gpu_fail(e, gp__gpu_stream_device(s), __func__, GP__GPU_STR(gpuStreamAddCallback));
+  }
+  return GP_SUCCESS;
+}
+
 gp_status_t gp__be_stream_attach_mem_async(gp_stream_t s, void *ptr, size_t length, unsigned flags) {
   /* GP_MEM_ATTACH_* are CUDA's and HIP's values (cudaMemAttachGlobal 1, Host 2, Single 4). */
   GP__GPU_TRY_NAMED(gp__gpu_stream_device(s), GP__GPU_STR(gpuStreamAttachMemAsync),

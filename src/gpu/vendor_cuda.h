@@ -174,6 +174,15 @@ typedef cudaHostFn_t gpuHostFn_t;
 #define gpuStreamAttachMemAsync cudaStreamAttachMemAsync
 #define gpuStreamWaitEvent cudaStreamWaitEvent
 #define gpuLaunchHostFunc cudaLaunchHostFunc
+#define gpuStreamAddCallback cudaStreamAddCallback
+#define gpuSetDeviceFlags cudaSetDeviceFlags
+#define gpuGetDeviceFlags cudaGetDeviceFlags
+#define gpuDeviceLmemResizeToMax cudaDeviceLmemResizeToMax
+#define gpuDeviceGetDefaultMemPool cudaDeviceGetDefaultMemPool
+#define gpuMemPoolSetAttribute cudaMemPoolSetAttribute
+#define gpuMemPoolGetAttribute cudaMemPoolGetAttribute
+typedef cudaMemPool_t gpuMemPool_t;
+typedef enum cudaMemPoolAttr gpuMemPoolAttr;
 #define gpuLaunchHostFuncName "cudaLaunchHostFunc" /* for messages */
 #define gpuEventCreateWithFlags cudaEventCreateWithFlags
 #define gpuEventDestroy cudaEventDestroy

@@ -160,6 +160,17 @@ typedef hipHostFn_t gpuHostFn_t;
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamQuery hipStreamQuery
 #define gpuStreamAttachMemAsync hipStreamAttachMemAsync
+#define gpuStreamAddCallback hipStreamAddCallback
+#define gpuSetDeviceFlags hipSetDeviceFlags
+#define gpuGetDeviceFlags hipGetDeviceFlags
+/* hipDeviceLmemResizeToMax (0x16) overlaps the scheduling bits, and AMD devices have no
+ * such setting: the flag is dropped. */
+#define gpuDeviceLmemResizeToMax 0u
+#define gpuDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
+#define gpuMemPoolSetAttribute hipMemPoolSetAttribute
+#define gpuMemPoolGetAttribute hipMemPoolGetAttribute
+typedef hipMemPool_t gpuMemPool_t;
+typedef hipMemPoolAttr gpuMemPoolAttr;
 #define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDestroy hipEventDestroy

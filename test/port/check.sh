@@ -1,7 +1,9 @@
 #!/bin/sh
 # check.sh [LIBDIR] - the porting test: gpuport-port converts the six classic CUDA
 # programs of this directory (plain CUDA, as written for nvcc), user_names.cu,
-# code_first.cu (NULL before its first #include),
+# code_first.cu (NULL before its first #include), stream_callback.cu (device flags, a
+# stream callback, mapped memory, the default memory pool), graph_names.cu (capture and
+# graph names: the converted text),
 # include_order.cu (with its own helper_cuda.h) and
 # uses_header.cu (with kernels.cuh), launch_forms.cu; each converted program must port with the exit
 # status expected (0 clean, 1 notes to review), build with scripts/gpuport-cc against
@@ -39,7 +41,7 @@ build_run() {
   done
 }
 
-for src in vector_add reduce transpose histogram scan softmax user_names code_first; do
+for src in vector_add reduce transpose histogram scan softmax user_names code_first stream_callback; do
   echo "== gpuport-port test/port/$src.cu"
   want=0
   [ $src = scan ] && want=1 # the dynamic shared memory size counts 32-lane warps (review)
@@ -146,6 +148,14 @@ for e in '__constant__ float coeffs\[16\]; GP_SYMBOL_EXPORT(coeffs)' \
   'gp_event_record(e, NULL)' \
   'gp_memcpy_2d_async(d_out, 8, h, 8, 8, 2, s)' \
   'gp_malloc((void \*\*)(p), 4);'; do expect "$e" rules; done
+echo "== gpuport-port test/port/graph_names.cu"
+port 0 graph_names test/port/graph_names.cu
+for e in 'gp_stream_begin_capture(s, GP_CAPTURE_MODE_RELAXED)' \
+  'gp_capture_status_t st;' \
+  'if (st == GP_CAPTURE_STATUS_ACTIVE)' \
+  'gp_graph_get_nodes(g, NULL, &n)' \
+  'gp_graph_node_type_t t = GP_GRAPH_NODE_TYPE_MEMSET;' \
+  'gp_graph_exec_update_result_t r = GP_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;'; do expect "$e" graph_names; done
 grep -q 'cuda_runtime\|cublas_v2\|<cooperative_groups' "$out/rules.cu" && { echo "FAIL rules: a CUDA header is kept"; fail=1; }
 report 'rules.cu:16: review: __ballot_sync mask' rules
 report 'rules.cu:19: review: __shfl_xor_sync mask' rules
