@@ -646,7 +646,7 @@ static void convert_both(const convert_job_t *a, const convert_job_t *b) {
   parallel_ranges(convert_pair_slices, &pr, CONVERT_SLICES, elems / CONVERT_SLICES);
 }
 
-/* The finish of a panel of C, split by columns over the helper threads. */
+/* The finish of columns [c0, c1) of a panel of C. */
 typedef struct finish_job {
   const gp__gemm_params_t *p;
   void *c;
@@ -708,8 +708,11 @@ static void half_panel_run(const half_run_t *h, const void *a, const void *b, vo
     cblas_sgemm(CblasColMajor, ta, tb, (blasint)mi, (blasint)nj, (blasint)kp, 1.0f, pa, (blasint)lda_f, pb,
                 (blasint)ldb_f, beta, h->acc, (blasint)mi);
   }
+  /* On this thread alone: OpenBLAS's threads still spin for a while after the call
+   * returns, and helper threads started now would share the cores with them (at 2
+   * threads 10% slower); the panel is in cache, so its rounding is a small part of it. */
   finish_job_t f = {p, c, i0, j0, mi, h->acc};
-  parallel_ranges(finish_cols, &f, nj, mi);
+  finish_cols(&f, 0, nj);
 }
 
 /* Block [i0, i0 + mi) x [j0, j0 + nj): its operands converted once where one k block
