@@ -21,7 +21,7 @@ const char *gp__op_name(gp__op_t op) { return (unsigned)op < GP__OP_COUNT ? k_op
 /* ---- CPU modes --------------------------------------------------------------------------- */
 
 static const char *const k_mode_names[GP__CPU_MODE_COUNT] = {"host", "packed", "portable", "sm80",
-                                                              "sm90a", "mfma", "convert", "sbgemm"};
+                                                              "sm90a", "mfma", "convert", "sbgemm", "half"};
 
 const char *gp__cpu_mode_name(gp__cpu_mode_t mode) {
   return (unsigned)mode < GP__CPU_MODE_COUNT ? k_mode_names[mode] : "?";
@@ -35,7 +35,8 @@ static int var_of(gp__op_t op) { return op == GP__OP_GEMM ? VAR_GEMM : VAR_ATTEN
 
 /* Whether the variable has mode m (packed, convert and sbgemm are GEMM's alone). */
 static bool var_has(int var, gp__cpu_mode_t m) {
-  return (m != GP__CPU_PACKED && m != GP__CPU_CONVERT && m != GP__CPU_SBGEMM) || var == VAR_GEMM;
+  return (m != GP__CPU_PACKED && m != GP__CPU_CONVERT && m != GP__CPU_SBGEMM && m != GP__CPU_HALF) ||
+         var == VAR_GEMM;
 }
 
 /* Parses one variable's value: the mode names, and "openblas" for GEMM's host. */
@@ -229,7 +230,8 @@ void gp__cpu_gelu_simd_set(int simd) {
 static bool cpu_enables(gp__cpu_mode_t m, gp__family_t f) {
   switch (f) {
     case GP__FAMILY_HOST:
-      return m == GP__CPU_HOST || m == GP__CPU_PACKED || m == GP__CPU_CONVERT || m == GP__CPU_SBGEMM;
+      return m == GP__CPU_HOST || m == GP__CPU_PACKED || m == GP__CPU_CONVERT || m == GP__CPU_SBGEMM ||
+             m == GP__CPU_HALF;
     case GP__FAMILY_SM90A: return m == GP__CPU_SM90A;
     case GP__FAMILY_SM80: return m == GP__CPU_SM80 || m == GP__CPU_SM90A;
     case GP__FAMILY_MFMA: return m == GP__CPU_MFMA;

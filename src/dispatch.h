@@ -83,7 +83,8 @@ typedef enum gp__cpu_mode {
   GP__CPU_MFMA = 5,
   GP__CPU_CONVERT = 6,
   GP__CPU_SBGEMM = 7,
-  GP__CPU_MODE_COUNT = 8
+  GP__CPU_HALF = 8, /* f16/bf16: the packed 6 x 16 kernel where AVX2 + FMA + F16C are */
+  GP__CPU_MODE_COUNT = 9
 } gp__cpu_mode_t;
 
 /* The mode of op (the forward and backward of attention share GP_CPU_ATTENTION): the last

@@ -36,7 +36,8 @@ typedef enum gp__gemm_cpu_path {
   GP__GEMM_CPU_HOST = 0,    /* f32: the direct cblas_sgemm where it applies, else packed */
   GP__GEMM_CPU_PACKED = 1,  /* f32 tiles converted in scratch (GP_CPU_GEMM=packed) */
   GP__GEMM_CPU_CONVERT = 2, /* f16/bf16 blocks converted to f32, then cblas_sgemm */
-  GP__GEMM_CPU_SBGEMM = 3   /* bf16: cblas_sbgemm on the caller's memory */
+  GP__GEMM_CPU_SBGEMM = 3,  /* bf16: cblas_sbgemm on the caller's memory */
+  GP__GEMM_CPU_HALF = 4     /* f16/bf16 converted while packed, the 6 x 16 AVX2 + FMA kernel */
 } gp__gemm_cpu_path_t;
 
 /* The path the product takes in GEMM's CPU mode (host, packed, convert, sbgemm). */
@@ -61,6 +62,8 @@ void gp__gemm_cpu_sbgemm_times(double *sbgemm_ms, double *convert_ms);
 bool gp__cpu_convert_vector(int type);
 /* dst[0..n) = src[0..n) (f16 or bf16, type) as f32; vector: the F16C/AVX2 loop (only
  * where gp__cpu_convert_vector(type) says the processor has it), else plain C. */
+/* Whether the packed half path's kernel runs here (AVX2, FMA and F16C). */
+bool gp__gemm_cpu_packed_half_available(void);
 void gp__cpu_convert_f32(float *dst, const void *src, int type, int64_t n, bool vector);
 
 /* Whether the direct f32 path's GELU runs the AVX2 + FMA build here

@@ -117,7 +117,7 @@ static void *dev_alloc_copy(const void *host, size_t bytes) {
 
 static int g_mode = MODE_DEFAULT;      /* the mode set_mode() last set */
 #ifdef GP_BUILD_CPU
-static int g_half = GP__CPU_HOST;      /* the host GEMM's f16/bf16 mode: host, convert or sbgemm */
+static int g_half = GP__CPU_HOST;      /* the host GEMM's f16/bf16 mode: host, convert, sbgemm or half */
 static bool g_scalar = false;          /* GP_CPU_CONVERT=scalar forced */
 #endif
 static int64_t g_blas_limit = INT32_MAX; /* the direct cblas_sgemm's extent limit, as set */
@@ -202,6 +202,7 @@ static const char *expected_kernel(const gemm_case_t *cs, const void *a, const v
     const bool sb = cs->ab == GP_BF16 && gp__gemm_cpu_sbgemm_available() &&
                     (g_half == GP__CPU_SBGEMM || (g_half == GP__CPU_HOST && gp__gemm_cpu_sbgemm_faster()));
     if (sb) return "openblas-sbgemm";
+    if (g_half == GP__CPU_HALF && cpu_has("avx2") && cpu_has("fma") && cpu_has("f16c")) return "cpu-packed-half-6x16";
     const bool f16 = cs->ab == GP_F16;
     const bool vec = !g_scalar && cpu_has(f16 ? "f16c" : "avx2");
     snprintf(buf, len, "openblas-sgemm(%s->f32 %s)", tname, vec ? (f16 ? "f16c" : "avx2") : "scalar");
@@ -1713,6 +1714,49 @@ START_TEST(test_half_panels) {
 }
 END_TEST
 
+/* The packed half path (GP_CPU_GEMM=half: op(A) and op(B) converted while packed, the
+ * 6 x 16 AVX2 + FMA kernel): shapes around its panels (16 rows, 6 columns), items (512
+ * rows, 96 columns), k blocks (256, balanced) and op(A)'s runs (4 Mi floats / k rows),
+ * k = 1, every layout and transpose pair, f16 and bf16 to every output, beta with C
+ * read, bias along m and n, GELU, batches and padded leading dimensions; each checked
+ * against the reference and for the kernel named (the conversion path where the
+ * processor lacks AVX2, FMA or F16C). */
+START_TEST(test_packed_half) {
+  if (gp_backend() != GP_BACKEND_CPU) return;
+  if (!gp__gemm_cpu_packed_half_available())
+    printf("  packed half: no AVX2 + FMA + F16C here: the conversion path is checked instead\n");
+  static const int64_t shapes[][3] = {
+      {1, 1, 1},     {5, 7, 3},     {16, 6, 1},     {17, 7, 9},     {33, 13, 256}, {47, 95, 257},
+      {100, 97, 300}, {515, 101, 40}, {600, 200, 513}, {31, 190, 77}, {1030, 9, 21},  {600, 7, 9000},
+  };
+  const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+  unsigned id = 1900;
+  for (int s = 0; s < nshapes; s++)
+    for (int v = 0; v < 8; v++) {
+      set_mode(MODE_DEFAULT);
+      g_half = GP__CPU_HALF;
+      gp__cpu_mode_set(GP__OP_GEMM, g_half);
+      gemm_case_t cs = base_case();
+      cs.api = API_EX;
+      const int t = (s + v) % 4; /* bf16->bf16, f16->f16, bf16->f32, f16->f32 */
+      const int types[4] = {3, 1, 4, 2};
+      cs.ab = k_types[types[t]].ab, cs.c = k_types[types[t]].c;
+      cs.layout = v & 4 ? GP_ROW_MAJOR : GP_COL_MAJOR;
+      cs.ta = v & 1 ? GP_OP_T : GP_OP_N, cs.tb = v & 2 ? GP_OP_T : GP_OP_N;
+      cs.m = shapes[s][0], cs.n = shapes[s][1], cs.k = shapes[s][2];
+      cs.pad_a = v & 1, cs.pad_b = (v >> 1) & 1, cs.pad_c = v & 3;
+      cs.beta = v == 1 || v == 6 ? 0.5f : 0.0f;
+      cs.alpha = v == 2 ? -1.5f : 1.0f;
+      cs.epi = v == 3 || v == 6 ? GP_EPILOGUE_BIAS_GELU : v == 2 || v == 7 ? GP_EPILOGUE_BIAS : GP_EPILOGUE_NONE;
+      cs.bias_type = v == 7 ? cs.c : GP_F32;
+      cs.batch = v == 4 && s < 8 ? 3 : 1;
+      cs.id = id++;
+      run_case(&cs);
+    }
+  set_mode(MODE_DEFAULT);
+}
+END_TEST
+
 /* The forced paths and the vector/scalar conversion give the same bits as the portable
  * kernel on products every order of summation gives exactly (k = 1, as
  * test_epilogue_bits), for bf16 and f16 outputs with beta and an epilogue. */
@@ -1724,7 +1768,7 @@ START_TEST(test_half_bits) {
   const gp_dtype_t types[2] = {GP_BF16, GP_F16};
   for (int t = 0; t < 2; t++) {
     const gp_dtype_t ty = types[t];
-    unsigned char ha[M * 2], hb[N * 2], hc[M * N * 2], hbias[N * 4], got[4][M * N * 2];
+    unsigned char ha[M * 2], hb[N * 2], hc[M * N * 2], hbias[N * 4], got[5][M * N * 2];
     gp_ref_fill(ha, ty, M, &rng, -2.0, 2.0);
     gp_ref_fill(hb, ty, N, &rng, -2.0, 2.0);
     gp_ref_fill(hc, ty, M * N, &rng, -2.0, 2.0);
@@ -1739,8 +1783,8 @@ START_TEST(test_half_bits) {
     d.a = da, d.a_type = ty, d.lda = M, d.b = db, d.b_type = ty, d.ldb = 1;
     d.c = dc, d.c_type = ty, d.ldc = M;
     d.epilogue = GP_EPILOGUE_BIAS_GELU_TANH, d.bias = dbias, d.bias_type = GP_F32;
-    for (int r = 0; r < 4; r++) {
-      const int mode = r == 0 ? GP__CPU_PORTABLE : r == 3 ? GP__CPU_SBGEMM : GP__CPU_CONVERT;
+    for (int r = 0; r < 5; r++) {
+      const int mode = r == 0 ? GP__CPU_PORTABLE : r == 3 ? GP__CPU_SBGEMM : r == 4 ? GP__CPU_HALF : GP__CPU_CONVERT;
       gp__cpu_mode_set(GP__OP_GEMM, mode);
       gp__cpu_convert_set(r == 2 ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
       for (int pass = 0; pass < 2; pass++) { /* beta != 0, then the plain product (the direct rounding) */
@@ -1764,7 +1808,7 @@ START_TEST(test_half_bits) {
         d.alpha = -0.7f, d.beta = 0.6f, d.epilogue = GP_EPILOGUE_BIAS_GELU_TANH;
       }
     }
-    for (int r = 1; r < 4; r++)
+    for (int r = 1; r < 5; r++)
       ck_assert_msg(memcmp(got[0], got[r], sizeof hc) == 0, "%s: path %d differs from the portable kernel", dt(ty), r);
     gp_free(da), gp_free(db), gp_free(dbias), gp_free(dc);
   }
@@ -1828,6 +1872,7 @@ static Suite *gemm_suite(void) {
   tcase_add_test(th, test_half_paths);
   tcase_add_test(th, test_half_panels);
   tcase_add_test(th, test_half_bits);
+  tcase_add_test(th, test_packed_half);
   suite_add_tcase(s, th);
 #endif
   TCase *td = tcase_create("dispatch"); /* run by make check-dispatch */

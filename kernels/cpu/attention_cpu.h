@@ -69,6 +69,11 @@ void gp__cpu_attn_gemm(bool simd, int64_t m, int64_t n, int64_t k, const float *
  * as gp__cpu_attn_gemm, A read down its columns. */
 void gp__cpu_attn_gemm_tn(bool simd, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                           const float *b, int64_t ldb, float *c, int64_t ldc, bool acc);
+/* C (6 mp x 16 np, leading dimension ldc) = A B, or += when acc, from packed
+ * micro-panels (attention_tile_cpu.c says the layout); AVX2 + FMA only: the caller
+ * checks gp__cpu_isa(). */
+void gp__cpu_tile_gemm_packed(int64_t mp, int64_t np, int64_t k, const float *a, const float *b, float *c,
+                              int64_t ldc, bool acc);
 /* dst[c][r] = src[r][c] for r < rows, c < cols (leading dimensions lds, ldd). */
 void gp__cpu_attn_transpose(bool simd, int64_t rows, int64_t cols, const float *src, int64_t lds,
                             float *dst, int64_t ldd);

@@ -142,6 +142,18 @@ static AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a, int6
   }
 }
 
+/* The packed form of the same block, for the host GEMM's half path (gemm_cpu.c): A in
+ * micro-panels of 6 rows (element (i, p) of panel u at a[u * 6 k + p * 6 + i]), B in
+ * micro-panels of 16 columns (element (p, j) of panel t at b[t * 16 k + p * 16 + j]), C
+ * (rows 6 mp, columns 16 np, leading dimension ldc) written, or added to when acc. The
+ * packer pads the panels with zeros, so every block is a full 6 x 16 one. */
+AVX2 void gp__cpu_tile_gemm_packed(int64_t mp, int64_t np, int64_t k, const float *a, const float *b, float *c,
+                                   int64_t ldc, bool acc) {
+  for (int64_t t = 0; t < np; t++) /* B's panel stays in L1 while A's panels pass */
+    for (int64_t u = 0; u < mp; u++)
+      block(6, 2, k, a + u * 6 * k, 1, 6, b + t * 16 * k, 16, c + u * 6 * ldc + t * 16, ldc, acc);
+}
+
 /* 2^u for eight lanes: u = n + f with n an integer and |f| <= 1/2, 2^f by a degree-5
  * polynomial (relative-error minimax on [-1/2, 1/2], fitted for this file: 9e-8 in exact
  * arithmetic, under 1.9e-7 (3 ulp) in float with its FMAs), 2^n added to the exponent

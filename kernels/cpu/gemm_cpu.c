@@ -90,6 +90,7 @@ const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_pa
   if (p->k == 0) return "cpu-scale-c";
   if (path == GP__GEMM_CPU_HOST && direct_applies(p)) return "openblas-sgemm";
   if (path == GP__GEMM_CPU_SBGEMM) return "openblas-sbgemm";
+  if (path == GP__GEMM_CPU_HALF) return "cpu-packed-half-6x16";
   if (path == GP__GEMM_CPU_CONVERT) {
     const bool vec = gp__cpu_convert_vector((int)p->ab_type);
     if (p->ab_type == GP_F16) return vec ? "openblas-sgemm(f16->f32 f16c)" : "openblas-sgemm(f16->f32 scalar)";
@@ -101,6 +102,7 @@ const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_pa
 gp__gemm_cpu_path_t gp__gemm_cpu_path(const gp__gemm_params_t *p, gp__cpu_mode_t mode) {
   if (mode == GP__CPU_PACKED) return GP__GEMM_CPU_PACKED;
   if (p->k == 0 || !half_type(p->ab_type)) return direct_applies(p) || p->k == 0 ? GP__GEMM_CPU_HOST : GP__GEMM_CPU_PACKED;
+  if (mode == GP__CPU_HALF) return gp__gemm_cpu_packed_half_available() ? GP__GEMM_CPU_HALF : GP__GEMM_CPU_CONVERT;
   if (p->ab_type != GP_BF16 || mode == GP__CPU_CONVERT) return GP__GEMM_CPU_CONVERT;
   if (mode == GP__CPU_SBGEMM) return gp__gemm_cpu_sbgemm_available() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
   return gp__gemm_cpu_sbgemm_faster() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
@@ -767,6 +769,216 @@ static gp_status_t run_half(const gp__gemm_params_t *p, bool sbgemm) {
   return GP_SUCCESS;
 }
 
+/* ---- the packed half path: conversion while packing, the 6 x 16 micro-kernel ---------
+ *
+ * op(A) and op(B) are converted to f32 as they are packed into the micro-panels of
+ * attention_tile_cpu.c's register-blocked kernel, so no f32 copy of either operand is
+ * made apart from the packs. The kernel computes a row-major block, so it is handed the
+ * transposed problem: its rows are C's columns (op(B) packed in panels of 6 columns),
+ * its columns C's rows (op(A) packed in panels of 16 rows), and its row-major f32 output
+ * with leading dimension ld is C's column-major tile.
+ *  - op(A) is packed once per call for a run of up to PH_A_FLOATS / k rows (the whole of
+ *    m at model shapes), all of k, k block after k block (the panels of one k block
+ *    contiguous), split over the threads;
+ *  - the work items are blocks of PH_NC rows x PH_MC columns of C: per item and k block
+ *    op(B)'s PH_MC columns are packed (in L2, reused by every 16-row panel of op(A)),
+ *    the kernel accumulates into the item's f32 tile (in L2), and after the last k block
+ *    the tile is finished by finish_tile (alpha, beta * C, bias, activation, rounding:
+ *    the bits of every other path from the same accumulators);
+ *  - k blocks are at most PH_KC, balanced: a 16-row panel of op(A) (16 kc floats, 16 KiB
+ *    at 256) stays in L1 while op(B)'s panels pass.
+ * The threads' workspaces are parts of the caller's (one allocation, reused). */
+#define PH_KC 256
+#define PH_MC 96  /* columns of C per item: op(B)'s pack 96 KiB at kc 256 */
+#define PH_NC 512 /* rows of C per item: the f32 tile 96 x 528 floats, 198 KiB */
+#define PH_LD (PH_NC + 16) /* the tile's leading dimension, off a multiple of 4 KiB */
+#define PH_A_FLOATS ((int64_t)4 << 20)
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+bool gp__gemm_cpu_packed_half_available(void) {
+#if HAVE_X86_CONVERT
+  const gp__cpu_isa_t isa = gp__cpu_isa();
+  return isa.avx2 && isa.fma && isa.f16c;
+#else
+  return false;
+#endif
+}
+
+#if HAVE_X86_CONVERT
+#include "attention_cpu.h"
+
+typedef struct ph_run {
+  const gp__gemm_params_t *p;
+  const void *a, *b;
+  void *c;
+  int64_t r0, rows; /* the run of rows of C whose op(A) is packed */
+  int64_t kc, nkb;  /* k block and their count */
+  float *ap;        /* op(A) packed: k block after k block, panels of 16 rows */
+  float *ws;        /* the threads' parts: PH_WS_FLOATS each */
+  int64_t items, items_m; /* items, and items along m */
+  int64_t threads;
+} ph_run_t;
+
+/* op(B)'s pack (and 8 floats of slack: ph_pack), then the f32 tile */
+#define PH_WS_FLOATS ((int64_t)PH_MC * PH_KC + 8 + (int64_t)PH_MC * PH_LD)
+
+/* n (f16 or bf16) elements at x + off as f32 into dst: 8 at a time, the tail one by one. */
+__attribute__((target("avx2,f16c"))) static inline void ph_load(float *dst, const void *x, int type, int64_t off,
+                                                                  int64_t n) {
+  const uint16_t *h = (const uint16_t *)x + off;
+  int64_t i = 0;
+  if (type == GP_BF16) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_si256((__m256i *)(dst + i),
+                          _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i))), 16));
+    for (; i < n; i++) {
+      const uint32_t u = (uint32_t)h[i] << 16;
+      memcpy(&dst[i], &u, 4);
+    }
+  } else {
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++) dst[i] = _cvtsh_ss(h[i]);
+  }
+}
+
+/* Eight f16 or bf16 elements at x + off as f32. */
+__attribute__((target("avx2,f16c"), always_inline)) static inline __m256 ph_load8(const void *x, int type, int64_t off) {
+  const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)x + off));
+  if (type == GP_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  return _mm256_cvtph_ps(h);
+}
+
+/* r[i][j] = r[j][i] for an 8 x 8 block of floats. */
+__attribute__((target("avx2"), always_inline)) static inline void ph_transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; i++) {
+    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/* Panel of w (6 or 16) lanes: dst[q * w + l] = X(i0 + l, q0 + q) for l < nl, 0 for
+ * nl <= l < w, q < kb, where X(l, q) is x[l * sl + q * sq] (one of sl, sq is 1). */
+__attribute__((target("avx2,f16c"))) static void ph_pack(float *dst, int w, const void *x, int type, int64_t sl,
+                                                          int64_t sq, int64_t i0, int64_t nl, int64_t q0, int64_t kb) {
+  if (sl == 1) { /* the lanes contiguous: each k step converted in place */
+    for (int64_t q = 0; q < kb; q++) {
+      float *d = dst + q * w;
+      ph_load(d, x, type, i0 + (q0 + q) * sq, nl);
+      for (int64_t l = nl; l < w; l++) d[l] = 0.0f;
+    }
+    return;
+  }
+  /* k contiguous: eight k steps of up to eight lanes converted, transposed in
+   * registers, and stored a k step (a row of the panel) at a time. With w == 6 a row's
+   * store of eight floats runs two into the next row, which its own store overwrites
+   * next (the last row's two land in the next panel, packed after, or the slack). */
+  int64_t q = 0;
+  for (; q + 8 <= kb; q += 8)
+    for (int l0 = 0; l0 < w; l0 += 8) {
+      __m256 r[8];
+      for (int l = 0; l < 8; l++)
+        r[l] = l0 + l < nl ? ph_load8(x, type, (i0 + l0 + l) * sl + q0 + q) : _mm256_setzero_ps();
+      ph_transpose8(r);
+      for (int e = 0; e < 8; e++) _mm256_storeu_ps(dst + (q + e) * w + l0, r[e]);
+    }
+  for (; q < kb; q++) /* the last k steps one element at a time */
+    for (int64_t l = 0; l < w; l++) {
+      float v = 0.0f;
+      if (l < nl) ph_load(&v, x, type, (i0 + l) * sl + q0 + q, 1);
+      dst[q * w + l] = v;
+    }
+}
+
+static int64_t ph_kb(const ph_run_t *r, int64_t kblk) { return min64(r->p->k - kblk * r->kc, r->kc); }
+
+/* op(A)'s 16-row panels [t0, t1) of the run, every k block. */
+static void ph_pack_a(void *ctx, int64_t t0, int64_t t1) {
+  const ph_run_t *r = (const ph_run_t *)ctx;
+  const gp__gemm_params_t *p = r->p;
+  const int64_t sl = p->trans_a ? p->lda : 1, sq = p->trans_a ? 1 : p->lda;
+  const int64_t np = round_up(r->rows, 16) / 16;
+  for (int64_t kblk = 0; kblk < r->nkb; kblk++) {
+    const int64_t kb = ph_kb(r, kblk);
+    float *base = r->ap + kblk * r->kc * np * 16;
+    for (int64_t t = t0; t < t1; t++)
+      ph_pack(base + t * 16 * kb, 16, r->a, p->ab_type, sl, sq, r->r0 + t * 16, min64(r->rows - t * 16, 16),
+              kblk * r->kc, kb);
+  }
+}
+
+/* Items [i0, i1) of thread slot s's share (items along m first, so neighbours share op(B)). */
+static void ph_items(const ph_run_t *r, float *ws, int64_t i0, int64_t i1) {
+  const gp__gemm_params_t *p = r->p;
+  const int64_t sl = p->trans_b ? 1 : p->ldb, sq = p->trans_b ? p->ldb : 1;
+  const int64_t np_all = round_up(r->rows, 16) / 16;
+  float *bp = ws, *acc = ws + (int64_t)PH_MC * PH_KC + 8;
+  for (int64_t it = i0; it < i1; it++) {
+    const int64_t im = it % r->items_m, in = it / r->items_m;
+    const int64_t rr = im * PH_NC, mb = min64(r->rows - rr, PH_NC);
+    const int64_t j0 = in * PH_MC, nb = min64(p->n - j0, PH_MC);
+    const int64_t mp = round_up(nb, 6) / 6, np = round_up(mb, 16) / 16;
+    for (int64_t kblk = 0; kblk < r->nkb; kblk++) {
+      const int64_t kb = ph_kb(r, kblk);
+      for (int64_t u = 0; u < mp; u++)
+        ph_pack(bp + u * 6 * kb, 6, r->b, p->ab_type, sl, sq, j0 + u * 6, min64(nb - u * 6, 6), kblk * r->kc, kb);
+      const float *apk = r->ap + kblk * r->kc * np_all * 16 + (rr / 16) * 16 * kb;
+      gp__cpu_tile_gemm_packed(mp, np, kb, bp, apk, acc, PH_LD, kblk > 0);
+    }
+    finish_tile(p, r->c, r->r0 + rr, j0, mb, nb, acc, PH_LD);
+  }
+}
+
+static void ph_slots(void *ctx, int64_t s0, int64_t s1) {
+  const ph_run_t *r = (const ph_run_t *)ctx;
+  for (int64_t s = s0; s < s1; s++)
+    ph_items(r, r->ws + s * PH_WS_FLOATS, r->items * s / r->threads, r->items * (s + 1) / r->threads);
+}
+
+static gp_status_t run_packed_half(const gp__gemm_params_t *p) {
+  const int64_t nkb = (p->k + PH_KC - 1) / PH_KC, kc = round_up((p->k + nkb - 1) / nkb, 8);
+  int64_t rows = round_up(PH_A_FLOATS / p->k, PH_NC);
+  if (rows > round_up(p->m, 16)) rows = round_up(p->m, 16);
+  if (rows < 16) rows = 16;
+  int64_t threads = gp__cpu_exec_threads();
+  if (threads > PAR_MAX_THREADS) threads = PAR_MAX_THREADS;
+  if (threads < 1) threads = 1;
+  const size_t floats = (size_t)(rows * p->k + threads * PH_WS_FLOATS);
+  float *ws = ws_get(floats);
+  if (ws == NULL)
+    return GP__ERR(GP_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of GEMM workspace", floats * sizeof(float));
+  ph_run_t r = {.p = p, .kc = kc, .nkb = nkb, .ap = ws, .ws = ws + rows * p->k};
+  for (int64_t z = 0; z < p->batch; z++) {
+    r.a = gemm_offset(p->a, p->ab_type, z * p->stride_a);
+    r.b = gemm_offset(p->b, p->ab_type, z * p->stride_b);
+    r.c = (void *)gemm_offset(p->c, p->c_type, z * p->stride_c);
+    for (r.r0 = 0; r.r0 < p->m; r.r0 += rows) {
+      r.rows = min64(p->m - r.r0, rows);
+      parallel_ranges(ph_pack_a, &r, round_up(r.rows, 16) / 16, 16 * p->k);
+      r.items_m = (r.rows + PH_NC - 1) / PH_NC;
+      r.items = r.items_m * ((p->n + PH_MC - 1) / PH_MC);
+      /* one slot per thread at most, none with fewer than an item */
+      r.threads = threads < r.items ? threads : r.items;
+      parallel_ranges(ph_slots, &r, r.threads, (PH_NC * PH_MC * p->k) >> 4);
+    }
+  }
+  return GP_SUCCESS;
+}
+#else
+static gp_status_t run_packed_half(const gp__gemm_params_t *p) { return run_half(p, false); }
+#endif
+
 /* ---- whether cblas_sbgemm beats conversion + cblas_sgemm here --------------------------- */
 
 
@@ -841,6 +1053,7 @@ static gp_status_t gemm_job_run(void *user) {
     case GP__GEMM_CPU_HOST: return direct_applies(p) ? run_direct(p) : run_packed(p);
     case GP__GEMM_CPU_CONVERT: return run_half(p, false);
     case GP__GEMM_CPU_SBGEMM: return run_half(p, true);
+    case GP__GEMM_CPU_HALF: return run_packed_half(p);
     case GP__GEMM_CPU_PACKED: break;
   }
   return run_packed(p);
