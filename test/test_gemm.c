@@ -202,7 +202,8 @@ static const char *expected_kernel(const gemm_case_t *cs, const void *a, const v
     const bool sb = cs->ab == GP_BF16 && gp__gemm_cpu_sbgemm_available() &&
                     (g_half == GP__CPU_SBGEMM || (g_half == GP__CPU_HOST && gp__gemm_cpu_sbgemm_faster()));
     if (sb) return "openblas-sbgemm";
-    if (g_half == GP__CPU_HALF && cpu_has("avx2") && cpu_has("fma") && cpu_has("f16c")) return "cpu-packed-half-6x16";
+    if (g_half == GP__CPU_HALF && !g_scalar && cpu_has("avx2") && cpu_has("fma") && cpu_has("f16c"))
+      return "cpu-packed-half-6x16";
     const bool f16 = cs->ab == GP_F16;
     const bool vec = !g_scalar && cpu_has(f16 ? "f16c" : "avx2");
     snprintf(buf, len, "openblas-sgemm(%s->f32 %s)", tname, vec ? (f16 ? "f16c" : "avx2") : "scalar");
@@ -1753,6 +1754,25 @@ START_TEST(test_packed_half) {
       cs.id = id++;
       run_case(&cs);
     }
+  /* With the vector conversions off (as on a processor without AVX2) GP_CPU_GEMM=half
+   * converts for OpenBLAS instead. */
+  for (int w = 0; w < 4; w++) {
+    set_mode(MODE_DEFAULT);
+    g_half = GP__CPU_HALF;
+    gp__cpu_mode_set(GP__OP_GEMM, g_half);
+    g_scalar = w >= 2;
+    gp__cpu_convert_set(g_scalar ? GP__CONVERT_SCALAR : GP__CONVERT_VECTOR);
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.ab = w & 1 ? GP_F16 : GP_BF16, cs.c = cs.ab;
+    cs.layout = GP_ROW_MAJOR;
+    cs.m = 70, cs.n = 33, cs.k = 41;
+    cs.beta = 0.25f, cs.epi = GP_EPILOGUE_BIAS_GELU;
+    cs.id = id++;
+    run_case(&cs);
+  }
+  gp__cpu_convert_set(-1);
+  g_scalar = false;
   set_mode(MODE_DEFAULT);
 }
 END_TEST

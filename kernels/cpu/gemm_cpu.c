@@ -28,6 +28,11 @@
  *    The workspace is the calling thread's (a stream's worker), reused across calls, so
  *    the hot path allocates nothing after the first call at a size, and two streams
  *    never share one.
+ *  - packed half (GP_CPU_GEMM=half, where the processor has AVX2, FMA and F16C): op(A)
+ *    and op(B) converted while packed for attention_tile_cpu.c's 6 x 16 kernel, no
+ *    OpenBLAS (the section "the packed half path" below). Not the default: it is faster
+ *    where the conversion is a large share of the conversion path's time and slower
+ *    where OpenBLAS's kernel decides (docs/PERFORMANCE.md).
  *  - packed: everything else (f32 extents beyond blasint, or GP_CPU_GEMM=packed). C is cut into tiles of at most TILE_M x TILE_N, k into
  *    panels of at most TILE_K; each panel of op(A) and op(B) is converted to f32 into a
  *    per-thread scratch (bounded, reused across calls, freed when the thread exits),
@@ -103,6 +108,9 @@ gp__gemm_cpu_path_t gp__gemm_cpu_path(const gp__gemm_params_t *p, gp__cpu_mode_t
   if (mode == GP__CPU_PACKED) return GP__GEMM_CPU_PACKED;
   if (p->k == 0 || !half_type(p->ab_type)) return direct_applies(p) || p->k == 0 ? GP__GEMM_CPU_HOST : GP__GEMM_CPU_PACKED;
   if (mode == GP__CPU_HALF) return gp__gemm_cpu_packed_half_available() ? GP__GEMM_CPU_HALF : GP__GEMM_CPU_CONVERT;
+  /* host keeps conversion + cblas_sgemm: the packed path wins where the conversion is a
+   * large share (4096 x 1536 x 384: 5-15%) but loses 5-10% where it is not (64 x 4096 x
+   * 384, 512 x 512 x 4096), OpenBLAS's kernel being the faster there (docs/PERFORMANCE.md) */
   if (p->ab_type != GP_BF16 || mode == GP__CPU_CONVERT) return GP__GEMM_CPU_CONVERT;
   if (mode == GP__CPU_SBGEMM) return gp__gemm_cpu_sbgemm_available() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
   return gp__gemm_cpu_sbgemm_faster() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
@@ -785,19 +793,23 @@ static gp_status_t run_half(const gp__gemm_params_t *p, bool sbgemm) {
  *    the kernel accumulates into the item's f32 tile (in L2), and after the last k block
  *    the tile is finished by finish_tile (alpha, beta * C, bias, activation, rounding:
  *    the bits of every other path from the same accumulators);
- *  - k blocks are at most PH_KC, balanced: a 16-row panel of op(A) (16 kc floats, 16 KiB
- *    at 256) stays in L1 while op(B)'s panels pass.
+ *  - k blocks are at most PH_KC, balanced: a 16-row panel of op(A) (16 kc floats, 24 KiB
+ *    at 384, of the 32 KiB L1) stays in L1 while op(B)'s panels pass; 384 (one k block
+ *    at the models' k) measured 3-5% faster than 256 on 4096 x 1536 x 384.
  * The threads' workspaces are parts of the caller's (one allocation, reused). */
-#define PH_KC 256
-#define PH_MC 96  /* columns of C per item: op(B)'s pack 96 KiB at kc 256 */
+#define PH_KC 384
+#define PH_MC 96  /* columns of C per item: op(B)'s pack 144 KiB at kc 384, in L2 */
 #define PH_NC 512 /* rows of C per item: the f32 tile 96 x 528 floats, 198 KiB */
 #define PH_LD (PH_NC + 16) /* the tile's leading dimension, off a multiple of 4 KiB */
 #define PH_A_FLOATS ((int64_t)4 << 20)
 
 static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+/* GP_CPU_CONVERT=scalar turns it off with the other vector conversions, so the portable
+ * route (a processor without AVX2) is tested on any machine. */
 bool gp__gemm_cpu_packed_half_available(void) {
 #if HAVE_X86_CONVERT
+  if (gp__cpu_convert() == GP__CONVERT_SCALAR) return false;
   const gp__cpu_isa_t isa = gp__cpu_isa();
   return isa.avx2 && isa.fma && isa.f16c;
 #else
@@ -818,6 +830,7 @@ typedef struct ph_run {
   float *ws;        /* the threads' parts: PH_WS_FLOATS each */
   int64_t items, items_m; /* items, and items along m */
   int64_t threads;
+  _Atomic int64_t next;   /* the next item not taken */
 } ph_run_t;
 
 /* op(B)'s pack (and 8 floats of slack: ph_pack), then the f32 tile */
@@ -918,13 +931,18 @@ static void ph_pack_a(void *ctx, int64_t t0, int64_t t1) {
   }
 }
 
-/* Items [i0, i1) of thread slot s's share (items along m first, so neighbours share op(B)). */
-static void ph_items(const ph_run_t *r, float *ws, int64_t i0, int64_t i1) {
+/* Items taken one at a time until none is left (items along m first, so consecutive
+ * ones share op(B)'s columns): a thread that loses its core for a while (OpenBLAS's
+ * threads still spinning after a call, another process) leaves its share to the others
+ * instead of holding the call up, as fixed shares did. */
+static void ph_items(ph_run_t *r, float *ws) {
   const gp__gemm_params_t *p = r->p;
   const int64_t sl = p->trans_b ? 1 : p->ldb, sq = p->trans_b ? p->ldb : 1;
   const int64_t np_all = round_up(r->rows, 16) / 16;
   float *bp = ws, *acc = ws + (int64_t)PH_MC * PH_KC + 8;
-  for (int64_t it = i0; it < i1; it++) {
+  for (;;) {
+    const int64_t it = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+    if (it >= r->items) break;
     const int64_t im = it % r->items_m, in = it / r->items_m;
     const int64_t rr = im * PH_NC, mb = min64(r->rows - rr, PH_NC);
     const int64_t j0 = in * PH_MC, nb = min64(p->n - j0, PH_MC);
@@ -941,9 +959,8 @@ static void ph_items(const ph_run_t *r, float *ws, int64_t i0, int64_t i1) {
 }
 
 static void ph_slots(void *ctx, int64_t s0, int64_t s1) {
-  const ph_run_t *r = (const ph_run_t *)ctx;
-  for (int64_t s = s0; s < s1; s++)
-    ph_items(r, r->ws + s * PH_WS_FLOATS, r->items * s / r->threads, r->items * (s + 1) / r->threads);
+  ph_run_t *r = (ph_run_t *)ctx;
+  for (int64_t s = s0; s < s1; s++) ph_items(r, r->ws + s * PH_WS_FLOATS);
 }
 
 static gp_status_t run_packed_half(const gp__gemm_params_t *p) {
@@ -970,6 +987,7 @@ static gp_status_t run_packed_half(const gp__gemm_params_t *p) {
       r.items = r.items_m * ((p->n + PH_MC - 1) / PH_MC);
       /* one slot per thread at most, none with fewer than an item */
       r.threads = threads < r.items ? threads : r.items;
+      atomic_store_explicit(&r.next, 0, memory_order_relaxed);
       parallel_ranges(ph_slots, &r, r.threads, (PH_NC * PH_MC * p->k) >> 4);
     }
   }
