@@ -110,14 +110,6 @@
 #endif
 
 #include <gpuport/export.h>
-/** @brief The CUDA runtime version (CUDART_VERSION's encoding, 1000 x major + 10 x minor)
- *         whose API and semantics a ported source gets; gpuport-port writes it for
- *         CUDART_VERSION, which sources test to choose code paths. CUDA's own under nvcc. */
-#if defined(GP_TARGET_CUDA) && defined(CUDART_VERSION)
-#define GP_CUDART_VERSION CUDART_VERSION
-#else
-#define GP_CUDART_VERSION 12000
-#endif
 #ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
