@@ -1161,7 +1161,9 @@ START_TEST(test_every_kernel) {
     run_case(&cs);
   }
   gp__cpu_convert_set(-1);
+#ifdef GP_BUILD_CPU
   g_scalar = false;
+#endif
   set_mode(MODE_DEFAULT);
 }
 END_TEST
