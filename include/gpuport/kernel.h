@@ -110,6 +110,10 @@
 #endif
 
 #include <gpuport/export.h>
+/* The value types the warp match functions take (__match_any_sync's overloads), one list
+ * for every target. */
+#define GP__MATCH_TYPES(X) \
+  X(int) X(unsigned) X(long) X(unsigned long) X(long long) X(unsigned long long) X(float) X(double)
 #ifndef GP__RTC
 #include <stddef.h>
 #include <stdint.h>
@@ -1045,14 +1049,7 @@ static inline gp_lane_mask_t gp__match_all(gp_lane_mask_t mask, T v, int *pred, 
   static inline gp_lane_mask_t __match_all_sync(gp_lane_mask_t mask, T v, int *pred, GP__SITE) { \
     return gp__match_all<T>(mask, v, pred, file, line);                                    \
   }
-GP__MATCH_OVERLOADS(int)
-GP__MATCH_OVERLOADS(unsigned)
-GP__MATCH_OVERLOADS(long)
-GP__MATCH_OVERLOADS(unsigned long)
-GP__MATCH_OVERLOADS(long long)
-GP__MATCH_OVERLOADS(unsigned long long)
-GP__MATCH_OVERLOADS(float)
-GP__MATCH_OVERLOADS(double)
+GP__MATCH_TYPES(GP__MATCH_OVERLOADS)
 #undef GP__MATCH_OVERLOADS
 static inline float gp_warp_reduce_sum(float v, GP__SITE) { return gp__warp_tree<float>(v, 0.0f, gp__addf, file, line); }
 static inline float gp_warp_reduce_max(float v, GP__SITE) { return gp__warp_tree<float>(v, -INFINITY, fmaxf, file, line); }
@@ -1175,12 +1172,12 @@ template <typename T> static __device__ __forceinline__ unsigned long long gp__b
 }
 template <typename T> static __device__ __forceinline__ gp_lane_mask_t gp__match_any(gp_lane_mask_t m, T v) {
   const unsigned long long b = gp__bits64(v);
-  gp_lane_mask_t todo = gp_ballot_sync(m, 1), mine = 0;
-  while (todo) {
-    const unsigned long long lb = gp_shfl(b, __ffsll((long long)todo) - 1);
-    const gp_lane_mask_t same = gp_ballot_sync(todo, b == lb);
+  gp_lane_mask_t left = gp_ballot_sync(m, 1), mine = 0;
+  while (left) {
+    const unsigned long long lb = gp_shfl(b, __ffsll((long long)left) - 1);
+    const gp_lane_mask_t same = gp_ballot_sync(left, b == lb);
     if (b == lb) mine = same;
-    todo &= ~same;
+    left &= ~same;
   }
   return mine;
 }
@@ -1197,14 +1194,7 @@ template <typename T> static __device__ __forceinline__ gp_lane_mask_t gp__match
   static __device__ __forceinline__ gp_lane_mask_t gp_match_any_sync(gp_lane_mask_t m, T v) { return gp__match_any(m, v); } \
   static __device__ __forceinline__ gp_lane_mask_t gp_match_all_sync(gp_lane_mask_t m, T v, int *pred) { return gp__match_all(m, v, pred); }
 #endif
-GP__MATCH_OVERLOADS(int)
-GP__MATCH_OVERLOADS(unsigned)
-GP__MATCH_OVERLOADS(long)
-GP__MATCH_OVERLOADS(unsigned long)
-GP__MATCH_OVERLOADS(long long)
-GP__MATCH_OVERLOADS(unsigned long long)
-GP__MATCH_OVERLOADS(float)
-GP__MATCH_OVERLOADS(double)
+GP__MATCH_TYPES(GP__MATCH_OVERLOADS)
 #undef GP__MATCH_OVERLOADS
 
 /* Butterfly reductions: every lane ends with the same value (the CPU target computes
