@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct bench_opts {
@@ -37,6 +38,7 @@ typedef struct bench_opts {
   bool tf32;                                    /* gemm: f32 with GP_COMPUTE_TF32 */
   bool ta, tb;                                  /* gemm: --trans: op(A), op(B) transposed */
   bool as_user;                                 /* gemm: host-timed calls on fresh outputs */
+  int64_t settle_ms;                            /* gemm (CPU): idle before each timed run; -1 auto */
   int64_t batch, seqlen, heads, kv_heads, hdim; /* attention */
   int64_t causal;                               /* -1: both */
   bool backward;                                /* attention: time gp_attention_bwd */
@@ -238,14 +240,35 @@ static double cpu_anchor_run(const cpu_anchor_t *x, const gemm_ctx_t *g) {
   return tool_now_ms() - t0;
 }
 
+/* The idle time before each timed run of the CPU pairing. OpenBLAS's worker threads spin
+ * for a while after a call returns (THREAD_TIMEOUT: 2^28 cycles by default, about 0.1 s)
+ * before they sleep; a run started in that time shares its cores with them, so whichever
+ * side ran second paid for the first's spinning (at 2 threads up to 1.5x slower). A user
+ * calls one or the other, so each run starts after the spinning has ended. */
+#define SETTLE_AUTO_MS 150
+
+static int64_t settle_ms(const bench_opts_t *o) {
+  if (o->settle_ms >= 0) return o->settle_ms;
+  return tool_openblas_threads() > 1 ? SETTLE_AUTO_MS : 0;
+}
+
+static void settle(int64_t ms) {
+  if (ms <= 0) return;
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 /* gpuport's runs (event-timed, or with as_user host-timed from the call to the stream's
  * end on a fresh output each time, as a program calling gp_gemm once sees it) and the
- * CPU anchor's, alternated run by run so both see the same machine; medians. */
+ * CPU anchor's, alternated run by run so both see the same machine, each after the
+ * settle time; medians. */
 static gp_status_t paired_runs(const bench_opts_t *o, const char *shape, gemm_ctx_t *g, const cpu_anchor_t *x,
                                gp_stream_t s, double *ms, double *anchor_ms) {
   double *t = calloc((size_t)o->iters, sizeof(double)), *u = calloc((size_t)o->iters, sizeof(double));
   gp_status_t st = t && u ? GP_SUCCESS : GP_ERROR_OUT_OF_MEMORY;
   const size_t nc = (size_t)(g->m * g->n) * gp_dtype_size(g->t);
+  const int64_t idle = x && x->sgemm ? settle_ms(o) : 0;
   if (!o->as_user)
     for (int64_t i = 0; i < o->warmup && st == GP_SUCCESS; i++) {
       st = run_gemm(g, s);
@@ -253,6 +276,7 @@ static gp_status_t paired_runs(const bench_opts_t *o, const char *shape, gemm_ct
       if (x && x->sgemm) (void)cpu_anchor_run(x, g);
     }
   for (int64_t i = 0; i < o->iters && st == GP_SUCCESS; i++) {
+    settle(idle);
     if (o->as_user) {
       void *c = NULL, *keep = g->c;
       const double t0 = tool_now_ms();
@@ -266,7 +290,10 @@ static gp_status_t paired_runs(const bench_opts_t *o, const char *shape, gemm_ct
     } else {
       st = tool_time_runs(1, 0, shape, run_gemm, g, s, &t[i]);
     }
-    if (x && x->sgemm) u[i] = cpu_anchor_run(x, g);
+    if (x && x->sgemm) {
+      settle(idle);
+      u[i] = cpu_anchor_run(x, g);
+    }
   }
   if (st == GP_SUCCESS) {
     *ms = tool_median(t, (int)o->iters);
@@ -665,6 +692,9 @@ static const char bench_usage[] =
     "             --tf32: f32 inputs with GP_COMPUTE_TF32)  --trans NN|NT|TN|TT (op(A), op(B))\n"
     "             --as-user: each call timed on the host from gp_gemm to the stream's end,\n"
     "             on a freshly allocated output, as a program calling gp_gemm sees it\n"
+    "             --settle MS: idle time before each timed run beside the OpenBLAS anchor\n"
+    "             (default 150 where OpenBLAS runs more than one thread: its threads spin\n"
+    "             after a call and would share the cores with the next run; 0: none)\n"
     "             default (GPU): bf16 at 4096^3, 8192^3 and the Llama-3-8B projections for\n"
     "             4096 tokens (4096x6144x4096, 4096x28672x4096, 4096x4096x14336), beside\n"
     "             cuBLAS on the cuda backend, hipBLASLt on the hip backend (when installed);\n"
@@ -719,7 +749,7 @@ int tool_bench(int argc, char **argv) {
   char why[160];
   if (!strcmp(what, "gemm") || !strcmp(what, "attention")) (void)tool_kname_start(why, sizeof why);
   bool cpu = gp_backend() == GP_BACKEND_CPU;
-  bench_opts_t o = {.iters = cpu ? 5 : 20, .warmup = cpu ? 1 : 3, .causal = -1};
+  bench_opts_t o = {.iters = cpu ? 5 : 20, .warmup = cpu ? 1 : 3, .causal = -1, .settle_ms = -1};
   o.pg.append = 1, o.pg.seed = 1;
   int64_t blist[16];
   int nblist = 0;
@@ -760,6 +790,7 @@ int tool_bench(int argc, char **argv) {
       o.dtype = argv[++i];
     else if (!(tool_arg_i64(argc, argv, &i, "--iters", &o.iters) ||
                tool_arg_i64(argc, argv, &i, "--warmup", &o.warmup) ||
+               tool_arg_i64(argc, argv, &i, "--settle", &o.settle_ms) ||
                tool_arg_i64(argc, argv, &i, "--m", &o.m) || tool_arg_i64(argc, argv, &i, "--n", &o.n) ||
                tool_arg_i64(argc, argv, &i, "--k", &o.k) ||
                tool_arg_i64(argc, argv, &i, "--seqlen", &o.seqlen) ||
@@ -827,14 +858,16 @@ int tool_bench(int argc, char **argv) {
     if (!strcmp(what, "gemm") && tool_openblas_config()) {
       printf("\"openblas\": ");
       tool_json_str(tool_openblas_config());
-      printf(", ");
+      printf(", \"openblas_threads\": %d, \"settle_ms\": %lld, ", tool_openblas_threads(), (long long)settle_ms(&o));
     }
     if (o.paged) printf("\"paged\": true, \"seed\": %llu, ", (unsigned long long)o.pg.seed);
     printf("\"results\": [");
   } else {
     printf("gpuport bench %s%s: backend %s, device %d (%s), median of %lld runs\n", what,
            o.paged ? " --paged" : "", gp_backend_name(), dev, p.name, (long long)o.iters);
-    if (!strcmp(what, "gemm") && tool_openblas_config()) printf("OpenBLAS: %s\n", tool_openblas_config());
+    if (!strcmp(what, "gemm") && tool_openblas_config())
+      printf("OpenBLAS: %s, %d threads; each timed run after %lld ms idle\n", tool_openblas_config(),
+             tool_openblas_threads(), (long long)settle_ms(&o));
   }
   rc = fn(&o, s);
   if (o.json) printf("\n  ]\n}\n");

@@ -207,6 +207,14 @@ static void anchor_sgemm_t(bool ta, bool tb, int m, int n, int k, float alpha, c
 
 tool_sgemm_t_fn tool_anchor_sgemm_t(void) { return tool_anchor_sgemm() ? anchor_sgemm_t : NULL; }
 
+int tool_openblas_threads(void) {
+  typedef int (*threads_fn)(void);
+  threads_fn f;
+  void *sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  memcpy(&f, &sym, sizeof f);
+  return f ? f() : 0;
+}
+
 const char *tool_openblas_config(void) {
   typedef char *(*config_fn)(void);
   config_fn f;
@@ -228,4 +236,5 @@ tool_sgemm_fn tool_anchor_sgemm(void) {
 tool_sgemm_fn tool_anchor_sgemm(void) { return NULL; }
 tool_sgemm_t_fn tool_anchor_sgemm_t(void) { return NULL; }
 const char *tool_openblas_config(void) { return NULL; }
+int tool_openblas_threads(void) { return 0; }
 #endif

@@ -113,6 +113,8 @@ typedef void (*tool_sgemm_t_fn)(bool ta, bool tb, int m, int n, int k, float alp
 tool_sgemm_t_fn tool_anchor_sgemm_t(void);
 /* openblas_get_config() of the OpenBLAS in the process (its version and build), or NULL. */
 const char *tool_openblas_config(void);
+/* openblas_get_num_threads() of the OpenBLAS in the process, or 0 where there is none. */
+int tool_openblas_threads(void);
 
 /* The anchor for GPU GEMM figures (anchor_blas.c): the vendor BLAS, loaded on first use.
  * tool_vendor_gemm_name: "cuBLAS" or "hipBLASLt", or NULL where there is none; _unavailable: NULL when

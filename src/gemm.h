@@ -62,9 +62,12 @@ void gp__gemm_cpu_sbgemm_times(double *sbgemm_ms, double *convert_ms);
 bool gp__cpu_convert_vector(int type);
 /* dst[0..n) = src[0..n) (f16 or bf16, type) as f32; vector: the F16C/AVX2 loop (only
  * where gp__cpu_convert_vector(type) says the processor has it), else plain C. */
+void gp__cpu_convert_f32(float *dst, const void *src, int type, int64_t n, bool vector);
 /* Whether the packed half path's kernel runs here (AVX2, FMA and F16C). */
 bool gp__gemm_cpu_packed_half_available(void);
-void gp__cpu_convert_f32(float *dst, const void *src, int type, int64_t n, bool vector);
+/* Whether the host mode takes the packed half path for a canonical m x n x k product
+ * (where it was measured the faster; gemm_cpu.c says the rule). */
+bool gp__gemm_cpu_packed_half_prefers(int64_t m, int64_t n, int64_t k);
 
 /* Whether the direct f32 path's GELU runs the AVX2 + FMA build here
  * (gp__cpu_gelu_simd on a processor that has it; kernels/cpu/gelu_cpu.c). */

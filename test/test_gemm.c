@@ -202,7 +202,12 @@ static const char *expected_kernel(const gemm_case_t *cs, const void *a, const v
     const bool sb = cs->ab == GP_BF16 && gp__gemm_cpu_sbgemm_available() &&
                     (g_half == GP__CPU_SBGEMM || (g_half == GP__CPU_HOST && gp__gemm_cpu_sbgemm_faster()));
     if (sb) return "openblas-sbgemm";
-    if (g_half == GP__CPU_HALF && !g_scalar && cpu_has("avx2") && cpu_has("fma") && cpu_has("f16c"))
+    /* the packed half path when forced; by default (sbgemm not taken) for one k block of
+     * at most 384 where C, as the column-major problem sees it (a row-major C
+     * transposed), has at least as many columns as rows */
+    const int64_t cm = row ? cs->n : cs->m, cn = row ? cs->m : cs->n;
+    const bool packed_here = !g_scalar && cpu_has("avx2") && cpu_has("fma") && cpu_has("f16c");
+    if (packed_here && (g_half == GP__CPU_HALF || (g_half == GP__CPU_HOST && cs->k <= 384 && cn >= cm)))
       return "cpu-packed-half-6x16";
     const bool f16 = cs->ab == GP_F16;
     const bool vec = !g_scalar && cpu_has(f16 ? "f16c" : "avx2");
@@ -1756,6 +1761,23 @@ START_TEST(test_packed_half) {
       cs.id = id++;
       run_case(&cs);
     }
+  /* The default's choice either side of its rule (one k block of at most 384, C with at
+   * least as many columns as rows in the column-major problem): each case is named
+   * (run_case checks the kernel) and checked against the reference. */
+  static const int64_t rule[][4] = {/* layout (1: row-major), m, n, k */
+                                    {0, 40, 60, 384}, {0, 40, 60, 385}, {0, 60, 40, 100},
+                                    {1, 60, 40, 100}, {1, 40, 60, 100}, {0, 50, 50, 1}};
+  for (int r = 0; r < (int)(sizeof rule / sizeof rule[0]); r++) {
+    set_mode(MODE_DEFAULT);
+    gemm_case_t cs = base_case();
+    cs.api = API_EX;
+    cs.ab = r & 1 ? GP_F16 : GP_BF16, cs.c = cs.ab;
+    cs.layout = rule[r][0] ? GP_ROW_MAJOR : GP_COL_MAJOR;
+    cs.m = rule[r][1], cs.n = rule[r][2], cs.k = rule[r][3];
+    cs.beta = 0.5f, cs.epi = r == 2 ? GP_EPILOGUE_BIAS_GELU : GP_EPILOGUE_NONE;
+    cs.id = id++;
+    run_case(&cs);
+  }
   /* With the vector conversions off (as on a processor without AVX2) GP_CPU_GEMM=half
    * converts for OpenBLAS instead. */
   for (int w = 0; w < 4; w++) {

@@ -12,7 +12,8 @@
  *    m x n copy per call), and the results differ by at most an ulp of |beta C| +
  *    |alpha AB| before the activation, inside the bound the accumulation order already
  *    needs (test_gemm.c: test_epilogue_bits checks that bound).
- *  - half: f16/bf16 inputs (GP_CPU_GEMM=host, convert, sbgemm). The problem is cut into
+ *  - half: f16/bf16 inputs (GP_CPU_GEMM=convert, sbgemm; by default where the packed
+ *    half path below is not available). The problem is cut into
  *    blocks as large as a per-thread workspace allows (the whole problem at model
  *    shapes); each block of A and B, as stored, is converted once to f32 (F16C for f16,
  *    AVX2 for bf16 where the processor has them, chosen at run time; plain C otherwise or
@@ -22,17 +23,18 @@
  *    keeps the caller's transposes (OpenBLAS packs for its own kernels: a second packing
  *    here only costs). bf16 may instead go to cblas_sbgemm on
  *    the caller's memory: host measures both once per process on this machine and takes
- *    the faster (without AVX512-BF16 OpenBLAS's sbgemm is a slow generic kernel);
+ *    sbgemm where it is the faster (without AVX512-BF16 OpenBLAS's sbgemm is a slow generic kernel);
  *    GP_CPU_GEMM=convert and sbgemm force either. The f32 product (alpha 1, beta 0, k
  *    blocks accumulated with beta 1) is finished by gemm_epilogue.h like every path.
  *    The workspace is the calling thread's (a stream's worker), reused across calls, so
  *    the hot path allocates nothing after the first call at a size, and two streams
  *    never share one.
- *  - packed half (GP_CPU_GEMM=half, where the processor has AVX2, FMA and F16C): op(A)
- *    and op(B) converted while packed for attention_tile_cpu.c's 6 x 16 kernel, no
- *    OpenBLAS (the section "the packed half path" below). Not the default: it is faster
- *    where the conversion is a large share of the conversion path's time and slower
- *    where OpenBLAS's kernel decides (docs/PERFORMANCE.md).
+ *  - packed half (the default for f16/bf16 where the processor has AVX2, FMA and F16C
+ *    and cblas_sbgemm is not the faster; GP_CPU_GEMM=half forces it): op(A) and op(B)
+ *    converted while packed for attention_tile_cpu.c's 6 x 16 kernel, no OpenBLAS (the
+ *    section "the packed half path" below). No conversion pass and no f32 copy of either
+ *    operand: faster than conversion + sgemm at the model's shapes, level elsewhere
+ *    (docs/PERFORMANCE.md).
  *  - packed: everything else (f32 extents beyond blasint, or GP_CPU_GEMM=packed). C is cut into tiles of at most TILE_M x TILE_N, k into
  *    panels of at most TILE_K; each panel of op(A) and op(B) is converted to f32 into a
  *    per-thread scratch (bounded, reused across calls, freed when the thread exits),
@@ -107,14 +109,18 @@ const char *gp__gemm_cpu_kernel_name(const gp__gemm_params_t *p, gp__gemm_cpu_pa
 gp__gemm_cpu_path_t gp__gemm_cpu_path(const gp__gemm_params_t *p, gp__cpu_mode_t mode) {
   if (mode == GP__CPU_PACKED) return GP__GEMM_CPU_PACKED;
   if (p->k == 0 || !half_type(p->ab_type)) return direct_applies(p) || p->k == 0 ? GP__GEMM_CPU_HOST : GP__GEMM_CPU_PACKED;
-  if (mode == GP__CPU_HALF) return gp__gemm_cpu_packed_half_available() ? GP__GEMM_CPU_HALF : GP__GEMM_CPU_CONVERT;
-  /* host keeps conversion + cblas_sgemm: the packed path wins where the conversion is a
-   * large share (4096 x 1536 x 384: 5-15%) but loses 5-10% where it is not (64 x 4096 x
-   * 384, 512 x 512 x 4096), OpenBLAS's kernel being the faster there (docs/PERFORMANCE.md) */
-  if (p->ab_type != GP_BF16 || mode == GP__CPU_CONVERT) return GP__GEMM_CPU_CONVERT;
-  if (mode == GP__CPU_SBGEMM) return gp__gemm_cpu_sbgemm_available() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
-  return gp__gemm_cpu_sbgemm_faster() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
+  const gp__gemm_cpu_path_t packed = gp__gemm_cpu_packed_half_available() ? GP__GEMM_CPU_HALF : GP__GEMM_CPU_CONVERT;
+  if (mode == GP__CPU_HALF) return packed;
+  if (mode == GP__CPU_CONVERT) return GP__GEMM_CPU_CONVERT;
+  if (mode == GP__CPU_SBGEMM)
+    return p->ab_type == GP_BF16 && gp__gemm_cpu_sbgemm_available() ? GP__GEMM_CPU_SBGEMM : GP__GEMM_CPU_CONVERT;
+  /* host: cblas_sbgemm where it beats conversion + sgemm here (an OpenBLAS with
+   * BUILD_BFLOAT16 on AVX512-BF16: bf16 dot products in hardware); else the packed path
+   * where it was measured ahead of conversion + sgemm, else conversion. */
+  if (p->ab_type == GP_BF16 && gp__gemm_cpu_sbgemm_faster()) return GP__GEMM_CPU_SBGEMM;
+  return gp__gemm_cpu_packed_half_prefers(p->m, p->n, p->k) ? packed : GP__GEMM_CPU_CONVERT;
 }
+
 
 /* ---- element access and the epilogue: kernels/common/elem.h and gemm_epilogue.h, the
  * kernels' own, so the packed path finishes C exactly as they do -------------------- */
@@ -804,6 +810,15 @@ static gp_status_t run_half(const gp__gemm_params_t *p, bool sbgemm) {
 #define PH_A_FLOATS ((int64_t)4 << 20)
 
 static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* Where the packed path beat conversion + sgemm (docs/PERFORMANCE.md, "f16/bf16 GEMM on
+ * the CPU"): one k block (k <= PH_KC, so each f32 tile is finished once) and n >= m, the
+ * op(A) rows packed once per call being the fewer; there, the conversion pass it saves
+ * is a large share (4096 x 1536 x 384 row-major: 5-15% ahead; 4096 x 64 x 384: 1.7x).
+ * With more k blocks or m > n (512 x 512 x 4096, 1024^3, 64 x 4096 x 384 row-major)
+ * OpenBLAS's own packing and kernel came out 5-15% ahead. In the canonical column-major
+ * problem: a row-major m x n C is n x m here. */
+bool gp__gemm_cpu_packed_half_prefers(int64_t m, int64_t n, int64_t k) { return k <= PH_KC && n >= m; }
 
 /* GP_CPU_CONVERT=scalar turns it off with the other vector conversions, so the portable
  * route (a processor without AVX2) is tested on any machine. */
