@@ -6,7 +6,9 @@
 # wrong): on the cpu backend at warp width 32 and 64 (GP_CPU_WARP_SIZE=64 runs the
 # programs' width-64 kernel builds), on GPU backends once when a device answers. The cpu
 # backend runs everything twice, with 1 and with 4 virtual devices (GP_CPU_DEVICES), so
-# multi-device code paths are exercised; the cuda and hip binaries run once, without
+# multi-device code paths are exercised (a sanitizer build, SAN=1, once with 4: it
+# covers device 0's paths too, and halves the slowest part of make test); the cuda and
+# hip binaries run once, without
 # Check's fork (CUDA is undefined after fork). Each suite prints how many of its cases
 # and tests ran and were skipped (test/check_util.h); a suite that exits 77 was skipped
 # as a whole (a GPU build on a machine without a device, an instruction set the build
@@ -185,7 +187,11 @@ if [ -n "$one" ]; then
   exit $?
 fi
 
-if [ "$BACKEND" = cpu ]; then device_runs="1 4"; else device_runs=""; fi
+# The sanitizer builds run once, with 4 devices: device 0's paths and the multi-device
+# ones under ASan+UBSan in one pass (the plain build runs both layouts).
+device_runs=""
+if [ "$BACKEND" = cpu ]; then device_runs="1 4"; fi
+if [ "$BACKEND" = cpu ] && [ -n "${SAN:-}" ]; then device_runs="4"; fi
 
 found=0
 for bin in "$dir"/test_*; do
