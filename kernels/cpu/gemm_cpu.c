@@ -13,7 +13,7 @@
  *    |alpha AB| before the activation, inside the bound the accumulation order already
  *    needs (test_gemm.c: test_epilogue_bits checks that bound).
  *  - half: f16/bf16 inputs (GP_CPU_GEMM=convert, sbgemm; by default where the packed
- *    half path below is not available). The problem is cut into
+ *    half path below is not available or not preferred). The problem is cut into
  *    blocks as large as a per-thread workspace allows (the whole problem at model
  *    shapes); each block of A and B, as stored, is converted once to f32 (F16C for f16,
  *    AVX2 for bf16 where the processor has them, chosen at run time; plain C otherwise or
@@ -33,8 +33,8 @@
  *    and cblas_sbgemm is not the faster; GP_CPU_GEMM=half forces it): op(A) and op(B)
  *    converted while packed for attention_tile_cpu.c's 6 x 16 kernel, no OpenBLAS (the
  *    section "the packed half path" below). No conversion pass and no f32 copy of either
- *    operand: faster than conversion + sgemm at the model's shapes, level elsewhere
- *    (docs/PERFORMANCE.md).
+ *    operand; taken by default only where gp__gemm_cpu_packed_half_prefers says it was
+ *    measured the faster (docs/PERFORMANCE.md).
  *  - packed: everything else (f32 extents beyond blasint, or GP_CPU_GEMM=packed). C is cut into tiles of at most TILE_M x TILE_N, k into
  *    panels of at most TILE_K; each panel of op(A) and op(B) is converted to f32 into a
  *    per-thread scratch (bounded, reused across calls, freed when the thread exits),
@@ -120,7 +120,6 @@ gp__gemm_cpu_path_t gp__gemm_cpu_path(const gp__gemm_params_t *p, gp__cpu_mode_t
   if (p->ab_type == GP_BF16 && gp__gemm_cpu_sbgemm_faster()) return GP__GEMM_CPU_SBGEMM;
   return gp__gemm_cpu_packed_half_prefers(p->m, p->n, p->k) ? packed : GP__GEMM_CPU_CONVERT;
 }
-
 
 /* ---- element access and the epilogue: kernels/common/elem.h and gemm_epilogue.h, the
  * kernels' own, so the packed path finishes C exactly as they do -------------------- */
@@ -816,7 +815,7 @@ static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; 
  * op(A) rows packed once per call being the fewer; there, the conversion pass it saves
  * is a large share (4096 x 1536 x 384 row-major: 5-15% ahead; 4096 x 64 x 384: 1.7x).
  * With more k blocks or m > n (512 x 512 x 4096, 1024^3, 64 x 4096 x 384 row-major)
- * OpenBLAS's own packing and kernel came out 5-15% ahead. In the canonical column-major
+ * conversion + OpenBLAS came out level to 15% ahead at one thread. In the canonical column-major
  * problem: a row-major m x n C is n x m here. */
 bool gp__gemm_cpu_packed_half_prefers(int64_t m, int64_t n, int64_t k) { return k <= PH_KC && n >= m; }
 
